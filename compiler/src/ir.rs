@@ -1,0 +1,215 @@
+//! The checked catalogue: every name resolved against the runtime's vocabularies, every regex
+//! validated and lowered to its RE2-flavoured form, every example completed from its rule's
+//! guards. Later stages (priority, collision analysis, automata) read only this.
+
+use std::sync::Arc;
+
+use faultline_dsl::{SourceFile, Span};
+use faultline_runtime::{Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor};
+
+/// Where a checked entity is written, for diagnostics of later stages.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// The file.
+    pub file: Arc<SourceFile>,
+    /// The span (for a rule: its name).
+    pub span: Span,
+}
+
+/// A checked catalogue.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    /// The catalogue's name.
+    pub name: String,
+    /// The version stamped on classifications, e.g. `provider-errors.v1`.
+    pub version: String,
+    /// Tier names, highest priority first.
+    pub tiers: Vec<String>,
+    /// Declared provider ids.
+    pub providers: Vec<String>,
+    /// Declared codes, in declaration order.
+    pub codes: Vec<CodeDef>,
+    /// Rules, in declaration order (not priority order).
+    pub rules: Vec<RuleDef>,
+}
+
+/// A declared semantic code.
+#[derive(Debug, Clone)]
+pub struct CodeDef {
+    /// Its name, e.g. `provider_overloaded`.
+    pub name: String,
+    /// Its policy class.
+    pub class: Class,
+    /// Invariant flags.
+    pub auto_retryable: bool,
+    /// Invariant flags.
+    pub fallback_allowed: bool,
+    /// Invariant flags.
+    pub user_action: bool,
+    /// The default scope of rules with this code.
+    pub scope: Scope,
+    /// A remediation token, e.g. `start_fresh_session`.
+    pub remediation: Option<String>,
+    /// Its doc comment.
+    pub doc: String,
+    /// Where it is declared.
+    pub origin: Origin,
+}
+
+/// A checked rule.
+#[derive(Debug, Clone)]
+pub struct RuleDef {
+    /// The stable id.
+    pub id: String,
+    /// Its doc comment.
+    pub doc: String,
+    /// The code it assigns.
+    pub code: String,
+    /// Its confidence.
+    pub confidence: Confidence,
+    /// Its scope (explicit, or the code's default).
+    pub scope: Scope,
+    /// Index into [`Catalogue::tiers`].
+    pub tier: usize,
+    /// Explicit rank inside the tier (lower wins), if any.
+    pub rank: Option<i64>,
+    /// Rules this one must win against.
+    pub before: Vec<String>,
+    /// Rules that must win against this one.
+    pub after: Vec<String>,
+    /// Structured guards (all must hold).
+    pub guards: Guards,
+    /// Text matchers (all must match).
+    pub matchers: Vec<TextMatcher>,
+    /// Vetoes (any one matching stops the rule).
+    pub vetoes: Vec<TextMatcher>,
+    /// Timing extractors to run when the rule wins.
+    pub timing: Vec<TimingExtractor>,
+    /// The remediation it reports.
+    pub remediation: Option<RemediationSpec>,
+    /// Evidence the rule must win on.
+    pub examples: Vec<Example>,
+    /// Evidence the rule must not fire on.
+    pub counterexamples: Vec<Example>,
+    /// Where it is declared (the span of its id).
+    pub origin: Origin,
+}
+
+impl RuleDef {
+    /// Whether the rule reads text (and so follows the example convention).
+    pub fn matches_text(&self) -> bool {
+        !self.matchers.is_empty()
+    }
+}
+
+/// Structured guards; `None` means "any value".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Guards {
+    /// Allowed phases.
+    pub phase: Option<Vec<Phase>>,
+    /// Allowed provider ids.
+    pub provider_id: Option<Vec<String>>,
+    /// Allowed evidence sources.
+    pub source: Option<Vec<Source>>,
+    /// Allowed HTTP statuses.
+    pub http_status: Option<Vec<u16>>,
+    /// Allowed exit codes.
+    pub exit_code: Option<Vec<i32>>,
+    /// Fields that must be present (set, and non-empty for text).
+    pub present: Vec<EvidenceField>,
+}
+
+/// A text matcher over one view of the evidence text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextMatcher {
+    /// Which rendering of the text it reads.
+    pub view: TextView,
+    /// What it tests.
+    pub kind: MatcherKind,
+}
+
+/// What a text matcher tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatcherKind {
+    /// A regex, lowered to RE2 semantics (ASCII `\b`, `\d`, `\s`, `\w`).
+    Regex {
+        /// The pattern as written.
+        written: String,
+        /// The pattern every engine compiles.
+        lowered: String,
+        /// `where group N == field`.
+        group_equals: Option<(u32, EvidenceField)>,
+    },
+    /// The Unicode-trimmed text starts with `literal`, and what follows, trimmed, has a byte
+    /// length within `suffix`.
+    Prefix {
+        /// The literal.
+        literal: String,
+        /// Compare ignoring case (Unicode simple case folding).
+        ignore_case: bool,
+        /// Inclusive byte bounds on the trimmed remainder.
+        suffix: Option<(usize, usize)>,
+    },
+    /// The Unicode-trimmed text is exactly `literal`.
+    Whole {
+        /// The literal.
+        literal: String,
+        /// Compare ignoring case.
+        ignore_case: bool,
+    },
+    /// The text contains `literal`.
+    Contains {
+        /// The literal.
+        literal: String,
+        /// Compare ignoring case.
+        ignore_case: bool,
+    },
+}
+
+/// How a rule's remediation value is obtained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemediationSpec {
+    /// A fixed token.
+    Token(String),
+    /// A capture group of a regex over one view; the rule is vetoed when it does not match.
+    Capture {
+        /// The lowered pattern.
+        lowered: String,
+        /// The group.
+        group: u32,
+        /// The view.
+        view: TextView,
+    },
+}
+
+/// The evidence of an example, completed with the rule's single-valued guards.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExampleEvidence {
+    /// Lifecycle phase (`prompt_send` when neither the example nor the rule says).
+    pub phase: Option<Phase>,
+    /// Provider id.
+    pub provider_id: Option<String>,
+    /// Evidence source.
+    pub source: Option<Source>,
+    /// Exit code.
+    pub exit_code: Option<i32>,
+    /// HTTP status.
+    pub http_status: Option<u16>,
+    /// Structured reset hint (RFC 3339).
+    pub reset_hint: Option<String>,
+    /// Standard error text.
+    pub stderr: Option<String>,
+    /// Standard output text.
+    pub stdout: Option<String>,
+    /// Managed runtime package spec.
+    pub managed_runtime_package_spec: Option<String>,
+}
+
+/// An inline example or counterexample.
+#[derive(Debug, Clone)]
+pub struct Example {
+    /// The evidence.
+    pub evidence: ExampleEvidence,
+    /// Where it is written.
+    pub origin: Origin,
+}

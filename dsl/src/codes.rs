@@ -1,0 +1,366 @@
+//! The registry of diagnostic codes: one place, one line per code, never reused.
+//!
+//! Each code's documentation is written beside its declaration (the `///` lines) and is the
+//! text of its entry in `docs/diagnostics.md` and of `faultline diagnostic CODE`. A retired code
+//! stays in this list, marked retired, so that its number is never given to another meaning.
+
+use serde::Serialize;
+
+/// How serious a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Reported, but fails a check only with `--deny-warnings`.
+    Warning,
+    /// Fails the check.
+    Error,
+}
+
+impl Severity {
+    /// `error` or `warning`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+macro_rules! diagnostic_codes {
+    ( $( $(#[doc = $doc:literal])* $variant:ident = $number:literal, $slug:literal, $severity:ident, $title:literal; )+ ) => {
+        /// A stable diagnostic code (`FL0001`…).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
+        pub enum Code {
+            $( $(#[doc = $doc])* $variant, )+
+        }
+
+        impl Code {
+            /// Every code, in numeric order.
+            pub const ALL: &'static [Code] = &[ $( Code::$variant, )+ ];
+
+            /// The code as printed: `FL0001`.
+            pub const fn as_str(self) -> &'static str {
+                match self { $( Code::$variant => concat!("FL", $number), )+ }
+            }
+
+            /// A short kebab-case name: `syntax-error`.
+            pub const fn slug(self) -> &'static str {
+                match self { $( Code::$variant => $slug, )+ }
+            }
+
+            /// The severity a diagnostic with this code has.
+            pub const fn severity(self) -> Severity {
+                match self { $( Code::$variant => Severity::$severity, )+ }
+            }
+
+            /// A one-line title.
+            pub const fn title(self) -> &'static str {
+                match self { $( Code::$variant => $title, )+ }
+            }
+
+            /// The documentation entry, as Markdown.
+            pub fn doc(self) -> String {
+                let lines: &[&str] = match self { $( Code::$variant => &[ $( $doc, )* ], )+ };
+                lines.iter().map(|line| line.strip_prefix(' ').unwrap_or(line)).collect::<Vec<_>>().join("\n")
+            }
+
+            /// Looks a code up by its printed form (`FL0001`, case-insensitive) or its slug.
+            pub fn parse(text: &str) -> Option<Code> {
+                Code::ALL.iter().copied().find(|code| code.as_str().eq_ignore_ascii_case(text) || code.slug() == text)
+            }
+        }
+    };
+}
+
+diagnostic_codes! {
+    /// The text does not follow the `.rules` grammar. The message says what the parser expected
+    /// at the underlined position.
+    ///
+    /// After a syntax error the parser resumes at the next top-level item (a line starting with
+    /// `rule`, `code`, `provider`, `include`, `tiers`, `catalogue` or `///`), so one run reports
+    /// the syntax errors of every item and still checks the items that parsed.
+    ///
+    /// Fix: correct the text at the caret. `docs/language.md` has the grammar of every construct.
+    SyntaxError = "0001", "syntax-error", Error, "syntax error";
+    /// A `\` escape in an ordinary string is not one of `\\`, `\"`, `\n`, `\r`, `\t`, `\0` or
+    /// `\u{…}` with a valid Unicode scalar value.
+    ///
+    /// Fix: use a raw string (`r"…"` or `r#"…"#`) for regular expressions, so that backslashes
+    /// reach the regex engine unchanged, or write the escape correctly.
+    InvalidEscape = "0002", "invalid-escape", Error, "invalid string escape";
+    /// A number does not fit where it is used: a rank outside 0..=1000000, an HTTP status outside
+    /// 100..=599, an exit code outside 0..=255, a capture group or byte bound that is negative or
+    /// too large to represent.
+    ///
+    /// Fix: use a number in the stated range.
+    IntegerOutOfRange = "0003", "integer-out-of-range", Error, "number out of range";
+    /// A catalogue has no `catalogue "<name>" version "<version>"` header. Every catalogue names
+    /// itself once, in its root file, so that classifications and bundles can say which catalogue
+    /// and version produced them.
+    ///
+    /// Fix: add `catalogue "provider-errors" version "provider-errors.v1"` at the top of the root
+    /// file.
+    MissingHeader = "0004", "missing-header", Error, "missing catalogue header";
+    /// The catalogue version string is not `<name>.v<N>` (lowercase letters, digits, `-`, `_` and
+    /// `.`, ending in `.v` and a positive number without leading zeros), e.g. `provider-errors.v1`.
+    /// The version is stamped on every classification and must compare exactly.
+    ///
+    /// Fix: write the version as `provider-errors.v2`.
+    MalformedVersion = "0005", "malformed-version", Error, "malformed catalogue version";
+    /// An `include` names a file that cannot be read. Paths are relative to the directory of the
+    /// file that includes them.
+    ///
+    /// Fix: correct the path or add the missing file.
+    IncludeNotFound = "0006", "include-not-found", Error, "included file not found";
+    /// Files include each other in a cycle. The message lists the chain.
+    ///
+    /// Fix: remove one of the `include` lines in the chain; an include is needed only once per
+    /// catalogue, usually in the root file.
+    IncludeCycle = "0007", "include-cycle", Error, "include cycle";
+    /// Something that must be declared once is declared twice: the catalogue header, the `tiers`
+    /// list, a provider, or an entry of a list (a tier, a flag, a phase in `when … in […]`).
+    ///
+    /// Fix: delete the second declaration; the note points at the first.
+    DuplicateDeclaration = "0008", "duplicate-declaration", Error, "duplicate declaration";
+    /// The catalogue has no `tiers [...]` declaration, so rule priority cannot be decided.
+    ///
+    /// Fix: declare the tiers once, highest priority first, e.g.
+    /// `tiers [structured, provider, neutral, runtime, fallback]`.
+    MissingTiers = "0009", "missing-tiers", Error, "missing tiers declaration";
+    /// Two rules have the same id. Rule ids are stable identifiers stamped on every
+    /// classification, so they must be unique across the whole catalogue.
+    ///
+    /// Fix: rename one rule. When a rule's meaning changes, keep the old id for the old signature
+    /// and add a new id (bump the `.vN` suffix) rather than rewriting history.
+    DuplicateRuleId = "0010", "duplicate-rule-id", Error, "duplicate rule id";
+    /// A rule id is not of the form `family.kind.signature.vN`: two or more dot-separated
+    /// segments of lowercase ASCII letters, digits, `_` and `-`, each starting with a letter or
+    /// digit. A rule that matches text must end in a version segment `v<N>` (N ≥ 1, no leading
+    /// zeros); structured mappings such as `http.429` may omit it.
+    ///
+    /// Fix: rename the rule, e.g. `claude.stderr.rate.v1`.
+    MalformedRuleId = "0011", "malformed-rule-id", Error, "malformed rule id";
+    /// Two `code` declarations have the same name.
+    ///
+    /// Fix: delete or rename one of them.
+    DuplicateCode = "0012", "duplicate-code", Error, "duplicate code declaration";
+    /// A rule names a semantic code that no `code` block declares. There is no default code: an
+    /// undeclared code is always an error, never silently unclassified.
+    ///
+    /// Fix: correct the spelling (the help suggests the nearest declared code) or declare the code
+    /// with its class, flags and scope.
+    UndeclaredCode = "0013", "undeclared-code", Error, "undeclared code";
+    /// A `class` is not one of `transient`, `hard`, `unclassified`.
+    ///
+    /// Fix: use one of the three classes.
+    UnknownClass = "0014", "unknown-class", Error, "unknown class";
+    /// A `confidence` is not one of `high`, `medium`, `low`.
+    ///
+    /// Fix: use one of the three confidences.
+    UnknownConfidence = "0015", "unknown-confidence", Error, "unknown confidence";
+    /// A `scope` is not one of `request`, `session`, `task`, `model`, `provider`, `account`,
+    /// `host`.
+    ///
+    /// Fix: use one of the scopes listed in `docs/language.md`.
+    UnknownScope = "0016", "unknown-scope", Error, "unknown scope";
+    /// A phase is not one of `auth_check`, `process_start`, `session_init`, `prompt_send`,
+    /// `streaming`, `tool_execution`, `shutdown`.
+    ///
+    /// Fix: use one of the lifecycle phases.
+    UnknownPhase = "0017", "unknown-phase", Error, "unknown phase";
+    /// An evidence source is not one of `acp_prompt_error`, `acp_update`, `managed_stderr`,
+    /// `process_exit`, `http`.
+    ///
+    /// Fix: use one of the evidence sources.
+    UnknownSource = "0018", "unknown-source", Error, "unknown evidence source";
+    /// A rule or example names a provider id that no `provider "…"` line declares. Provider ids
+    /// are declared so that a typo cannot silently make a provider-scoped rule unreachable.
+    ///
+    /// Fix: correct the id or add `provider "<id>"` to the catalogue.
+    UndeclaredProvider = "0019", "undeclared-provider", Error, "undeclared provider";
+    /// A rule's `tier` is not in the catalogue's `tiers [...]` list.
+    ///
+    /// Fix: use a declared tier, or add the tier to the list at the position that gives it the
+    /// intended priority.
+    UnknownTier = "0020", "unknown-tier", Error, "unknown tier";
+    /// A name is not one the language knows in this position: a flag, a text view, a timing
+    /// extractor, a guard field or an evidence field. The message says which list it must come
+    /// from and the help suggests the nearest name.
+    ///
+    /// Fix: use a name from the list.
+    UnknownName = "0021", "unknown-name", Error, "unknown name";
+    /// A block lacks a clause it must have: a rule needs `code`, `confidence` and `tier`; a code
+    /// needs `class` and `scope`.
+    ///
+    /// Fix: add the clause.
+    MissingClause = "0022", "missing-clause", Error, "missing clause";
+    /// A clause that may appear once in a block appears twice (e.g. two `code` lines), or a rule
+    /// has two `when` guards on the same field.
+    ///
+    /// Fix: keep one. To accept several values of a guard field, write `when <field> in [a, b]`.
+    DuplicateClause = "0023", "duplicate-clause", Error, "duplicate clause";
+    /// A clause is not allowed in this kind of block: `class` and `flags` belong to `code`
+    /// blocks; `confidence`, `tier`, `rank`, `before`, `after`, `when`, `match`, `unless`,
+    /// `timing`, `example` and `counterexample` belong to `rule` blocks; a code's `remediation`
+    /// is a token, not a capture.
+    ///
+    /// Fix: move the clause to the right block or delete it.
+    MisplacedClause = "0024", "misplaced-clause", Error, "clause not allowed here";
+    /// A `before` or `after` names a rule id that the catalogue does not define.
+    ///
+    /// Fix: correct the id.
+    UnknownRuleReference = "0025", "unknown-rule-reference", Error, "unknown rule reference";
+    /// A `before` or `after` relates two rules of different tiers. Tiers already order such rules;
+    /// relations only order rules inside one tier.
+    ///
+    /// Fix: delete the relation, or move one rule to the other tier.
+    CrossTierOrder = "0026", "cross-tier-order", Error, "order relation across tiers";
+    /// A regular expression does not parse. The label points at the offending part of the
+    /// pattern.
+    ///
+    /// faultline regexes use the syntax of Rust's `regex` crate, with RE2 semantics for Perl
+    /// classes and word boundaries (`\d`, `\s`, `\w`, `\b` are ASCII); look-around and
+    /// backreferences are not supported, because every pattern is compiled to a deterministic
+    /// automaton.
+    ///
+    /// Fix: correct the pattern. Write patterns as raw strings, `r"…"`.
+    InvalidRegex = "0027", "invalid-regex", Error, "invalid regular expression";
+    /// A regular expression (or a pattern part of a matcher) can match the empty string, so it
+    /// would fire on every piece of evidence.
+    ///
+    /// Fix: make the pattern require at least one character, e.g. replace `a*` with `a+`.
+    RegexMatchesEmpty = "0028", "regex-matches-empty", Error, "regex matches the empty string";
+    /// A regular expression uses a construct that cannot be compiled to a deterministic
+    /// automaton: a Unicode-aware word boundary (`\b` inside an explicit `(?u)` flag, or
+    /// `\b{start}`-style boundaries with Unicode enabled).
+    ///
+    /// faultline's `\b` is already an ASCII word boundary (as in RE2 and Go); only an explicit
+    /// request for Unicode word boundaries is refused.
+    ///
+    /// Fix: remove the `u` flag around the boundary, or write `(?-u:\b)`.
+    DfaHostileRegex = "0029", "dfa-hostile-regex", Error, "regex construct cannot be determinized";
+    /// A capture refers to a group the pattern does not have: `remediation capture r"…" group N`
+    /// or `match regex r"…" where group N == <field>` with N larger than the pattern's number of
+    /// capture groups, or N = 0 for a remediation (group 0 is the whole match, which is rarely the
+    /// value wanted).
+    ///
+    /// Fix: add the capture group to the pattern or correct N.
+    MissingCaptureGroup = "0030", "missing-capture-group", Error, "missing capture group";
+    /// A `prefix`, `whole` or `contains` matcher has an empty (or whitespace-only) literal, which
+    /// would match every text.
+    ///
+    /// Fix: write the literal the matcher should require.
+    EmptyLiteral = "0031", "empty-literal", Error, "empty literal";
+    /// A `suffix MIN..=MAX bytes` bound is out of range: MIN greater than MAX, or MAX larger than
+    /// 4096 (the bound of the sanitized excerpt; text past it is never seen).
+    ///
+    /// Fix: use 0 ≤ MIN ≤ MAX ≤ 4096, e.g. `suffix 1..=256 bytes`.
+    ByteBoundOutOfRange = "0032", "byte-bound-out-of-range", Error, "byte bound out of range";
+    /// A rule that matches text lacks an `example` (evidence it must classify as) or a
+    /// `counterexample` (prose it must not fire on). The catalogue convention is at least one of
+    /// each per text rule, because agents routinely quote the errors they read.
+    ///
+    /// Fix: add `example "<real, sanitized message>"` and `counterexample "<prose quoting it>"`.
+    MissingExample = "0033", "missing-example", Error, "missing example";
+    /// A value has the wrong type for its position: a string where a number is needed (HTTP
+    /// status, exit code), a bare name where a string is needed (provider id, text), or a list
+    /// where one value is needed.
+    ///
+    /// Fix: write the value with the type the message names.
+    TypeMismatch = "0034", "type-mismatch", Error, "value of the wrong type";
+    /// A `.rules` file in a catalogue directory is not reached from the root file
+    /// (`catalogue.rules`) by any `include`, so its rules are silently not part of the catalogue.
+    ///
+    /// Fix: include it from the root file, or delete it.
+    UnreachableFile = "0035", "unreachable-file", Warning, "file not included by the catalogue";
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The whole registry as Markdown: the content of `docs/diagnostics.md`.
+pub fn registry_markdown() -> String {
+    let mut out = String::from(
+        "# Diagnostic codes\n\n\
+         <!-- Generated from dsl/src/codes.rs by `FAULTLINE_BLESS=1 cargo test -p faultline-dsl`; do not edit. -->\n\n\
+         Every diagnostic faultline prints carries one of these codes. Codes are stable and never\n\
+         reused. `faultline diagnostic CODE` prints an entry. Each code has a fixture that triggers it\n\
+         in `fixtures/diagnostics/`, named `<CODE>-<what>.rules`.\n\n\
+         | Code | Name | Severity | Title |\n|---|---|---|---|\n",
+    );
+    for code in Code::ALL {
+        out.push_str(&format!(
+            "| [{code}](#{lower}) | `{slug}` | {severity} | {title} |\n",
+            code = code.as_str(),
+            lower = code.as_str().to_ascii_lowercase(),
+            slug = code.slug(),
+            severity = code.severity().as_str(),
+            title = code.title(),
+        ));
+    }
+    for code in Code::ALL {
+        out.push_str(&format!(
+            "\n## {code}\n\n`{slug}` ({severity}): {title}.\n\n{doc}\n",
+            code = code.as_str(),
+            slug = code.slug(),
+            severity = code.severity().as_str(),
+            title = code.title(),
+            doc = code.doc(),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_numbers_and_slugs_are_unique_and_ordered() {
+        let mut numbers = HashSet::new();
+        let mut slugs = HashSet::new();
+        for window in Code::ALL.windows(2) {
+            assert!(window[0].as_str() < window[1].as_str(), "codes out of order at {}", window[1]);
+        }
+        for code in Code::ALL {
+            assert!(numbers.insert(code.as_str()), "{code} declared twice");
+            assert!(slugs.insert(code.slug()), "slug {} used twice", code.slug());
+            assert!(code.as_str().len() == 6 && code.as_str().starts_with("FL"));
+        }
+    }
+
+    #[test]
+    fn every_code_has_a_doc_entry_with_a_fix() {
+        for code in Code::ALL {
+            let doc = code.doc();
+            assert!(doc.len() > 40, "{code} has no real documentation");
+            assert!(doc.contains("Fix:"), "{code}'s documentation does not say how to fix it");
+        }
+    }
+
+    #[test]
+    fn codes_parse_by_number_and_slug() {
+        assert_eq!(Code::parse("fl0010"), Some(Code::DuplicateRuleId));
+        assert_eq!(Code::parse("duplicate-rule-id"), Some(Code::DuplicateRuleId));
+        assert_eq!(Code::parse("FL9999"), None);
+    }
+
+    #[test]
+    fn docs_diagnostics_md_is_generated_from_the_registry() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/diagnostics.md");
+        let expected = registry_markdown();
+        if std::env::var_os("FAULTLINE_BLESS").is_some() {
+            std::fs::write(&path, &expected).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == expected,
+            "docs/diagnostics.md is out of date: run `FAULTLINE_BLESS=1 cargo test -p faultline-dsl`"
+        );
+    }
+}

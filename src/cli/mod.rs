@@ -1,0 +1,100 @@
+//! Argument parsing, exit codes and the subcommands, one module each.
+
+use std::io::Write as _;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+mod check;
+mod diagnostic;
+mod files;
+mod fmt;
+
+/// What a run of `faultline` ended with. The numbers are documented in the README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Nothing to report.
+    Clean = 0,
+    /// The check found errors (or warnings with `--deny-warnings`), or `fmt --check` found
+    /// unformatted files.
+    Findings = 1,
+    /// Bad usage, or a file could not be read or written.
+    Failure = 2,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit as u8)
+    }
+}
+
+/// Deterministic classification of AI coding-agent and LLM-provider failures.
+#[derive(Debug, Parser)]
+#[command(name = "faultline", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check `.rules` catalogues and report every problem.
+    Check(check::Args),
+    /// Format `.rules` files canonically, in place (or check that they are).
+    Fmt(fmt::Args),
+    /// Print the documentation of a diagnostic code, or list every code.
+    Diagnostic(diagnostic::Args),
+}
+
+/// When to colour human output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorChoice {
+    /// When standard output is a terminal and `NO_COLOR` is unset.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    fn enabled(self) -> bool {
+        use std::io::IsTerminal as _;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+        }
+    }
+}
+
+/// Writes to standard output; a closed pipe is not an error worth a panic.
+pub fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Writes an error line to standard error.
+pub fn err(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{text}");
+}
+
+/// Parses arguments and runs the subcommand.
+pub fn run() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            let exit = if error.use_stderr() { Exit::Failure } else { Exit::Clean };
+            return exit.into();
+        }
+    };
+    let exit = match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Fmt(args) => fmt::run(&args),
+        Command::Diagnostic(args) => diagnostic::run(&args),
+    };
+    exit.into()
+}
