@@ -867,7 +867,6 @@ impl Checker {
                         PatternProblem::Invalid { message, range } => {
                             Diagnostic::new(Code::InvalidRegex, format!("invalid regex: {message}"))
                                 .primary(file, pattern.span_of(range.start, range.end.max(range.start)), message)
-                                .secondary(file, pattern.span, "in this pattern")
                                 .help("faultline regexes use Rust `regex` syntax with RE2 semantics; write them as raw strings `r\"…\"` (see docs/language.md)")
                         }
                         PatternProblem::MatchesEmpty => {

@@ -218,7 +218,7 @@ impl std::error::Error for MietteView<'_> {}
 
 impl miette::Diagnostic for MietteView<'_> {
     fn code<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
-        Some(Box::new(self.diagnostic.code.as_str()))
+        Some(Box::new(format!("{}[{}]", self.diagnostic.severity.as_str(), self.diagnostic.code.as_str())))
     }
 
     fn severity(&self) -> Option<miette::Severity> {

@@ -225,6 +225,7 @@ fn syntax_error(file: &Arc<SourceFile>, error: &pest::error::Error<Rule>, chunk_
         [init @ .., last] => format!("{} or {}", init.join(", "), last),
     };
     let is_clause_position = expected.contains(&"`match`") && expected.contains(&"`}`");
+    let expected_text = if is_clause_position { "a clause or `}`".to_owned() } else { expected_text };
     let help = if is_clause_position {
         format!(
             "{found} does not start a clause; a block holds clauses such as `code`, `confidence`, `tier`, `when`, `match` and `example` (see docs/language.md)"

@@ -112,7 +112,8 @@ impl Run {
         };
         let first_line_end = text.find('\n').unwrap_or(text.len());
         let file = SourceFile::new(normalize_path(path).to_string_lossy(), text);
-        let relative = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let root_directory = root.parent().unwrap_or(Path::new(""));
+        let relative = path.strip_prefix(root_directory).unwrap_or(path).to_string_lossy().replace('\\', "/");
         self.diagnostics.push(
             Diagnostic::new(Code::UnreachableFile, format!("`{}` is not included by `{}`", file.name(), root.display()))
                 .primary(&file, Span::new(0, first_line_end), "no `include` reaches this file")

@@ -1,0 +1,43 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, reason = "each test binary uses a different subset of the helpers")]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The repository root (the CLI package's manifest directory).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the `faultline` binary from the repository root.
+pub fn faultline(args: &[&str]) -> Output {
+    assert_cmd::Command::cargo_bin("faultline").unwrap().current_dir(root()).args(args).output().unwrap()
+}
+
+/// Standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+/// Every `.rules` file under a repository directory, sorted.
+pub fn rules_files(directory: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root().join(directory)];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rules") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A path relative to the repository root, with `/` separators.
+pub fn relative(path: &Path) -> String {
+    path.strip_prefix(root()).unwrap_or(path).to_string_lossy().replace('\\', "/")
+}
