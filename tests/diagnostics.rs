@@ -21,9 +21,16 @@ fn expectations(text: &str) -> Vec<Expectation> {
     text.lines()
         .filter_map(|line| line.strip_prefix("// expect "))
         .map(|rest| {
-            let (code, underlined) = rest.split_once(" at `").expect("`// expect FLxxxx at `text``");
-            let underlined = underlined.strip_suffix('`').expect("expectation ends with a backtick");
-            Expectation { code: code.to_owned(), underlined: underlined.to_owned() }
+            let (code, underlined) = rest
+                .split_once(" at `")
+                .expect("`// expect FLxxxx at `text``");
+            let underlined = underlined
+                .strip_suffix('`')
+                .expect("expectation ends with a backtick");
+            Expectation {
+                code: code.to_owned(),
+                underlined: underlined.to_owned(),
+            }
         })
         .collect()
 }
@@ -33,7 +40,12 @@ fn fixtures() -> Vec<std::path::PathBuf> {
     let mut found: Vec<_> = std::fs::read_dir(root().join("fixtures/diagnostics"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
-        .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("FL"))
+        .filter(|path| {
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("FL")
+        })
         .collect();
     found.sort();
     found
@@ -70,12 +82,21 @@ fn every_fixture_produces_its_expected_diagnostics() {
                 "{name}: no {} underlining `{}`; got {:#?}",
                 expectation.code,
                 expectation.underlined,
-                diagnostics.iter().map(|d| (d["code"].clone(), d["labels"][0]["text"].clone())).collect::<Vec<_>>()
+                diagnostics
+                    .iter()
+                    .map(|d| (d["code"].clone(), d["labels"][0]["text"].clone()))
+                    .collect::<Vec<_>>()
             );
         }
         for diagnostic in diagnostics {
-            assert!(diagnostic["help"].as_str().is_some_and(|h| !h.is_empty()), "{name}: {diagnostic} has no help");
-            assert!(!diagnostic["labels"].as_array().unwrap().is_empty(), "{name}: {diagnostic} has no label");
+            assert!(
+                diagnostic["help"].as_str().is_some_and(|h| !h.is_empty()),
+                "{name}: {diagnostic} has no help"
+            );
+            assert!(
+                !diagnostic["labels"].as_array().unwrap().is_empty(),
+                "{name}: {diagnostic} has no label"
+            );
         }
         let human = faultline(&["check", &name, "--color", "never"]);
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
@@ -91,30 +112,52 @@ fn every_registered_code_has_a_fixture_a_snapshot_and_a_doc_entry() {
         let prefix = format!("{}-", code.as_str());
         let triggering: Vec<_> = fixtures
             .iter()
-            .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with(&prefix))
+            .filter(|path| {
+                path.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
+            })
             .collect();
-        assert!(!triggering.is_empty(), "{code} has no fixture named fixtures/diagnostics/{prefix}<what>.rules");
+        assert!(
+            !triggering.is_empty(),
+            "{code} has no fixture named fixtures/diagnostics/{prefix}<what>.rules"
+        );
         for path in triggering {
             assert!(
-                expectations(&fixture_text(path)).iter().any(|e| e.code == code.as_str()),
+                expectations(&fixture_text(path))
+                    .iter()
+                    .any(|e| e.code == code.as_str()),
                 "{} does not expect {code}",
                 relative(path)
             );
             let stem = path.file_stem().unwrap().to_string_lossy();
             let snapshot = root().join(format!("tests/snapshots/diagnostics__{stem}.snap"));
-            assert!(snapshot.is_file(), "{code}: missing snapshot {}", relative(&snapshot));
+            assert!(
+                snapshot.is_file(),
+                "{code}: missing snapshot {}",
+                relative(&snapshot)
+            );
         }
-        assert!(docs.contains(&format!("## {}", code.as_str())), "{code} has no entry in docs/diagnostics.md");
+        assert!(
+            docs.contains(&format!("## {}", code.as_str())),
+            "{code} has no entry in docs/diagnostics.md"
+        );
     }
 }
 
 #[test]
 fn no_snapshot_is_orphaned() {
-    let stems: BTreeSet<String> =
-        fixtures().iter().map(|path| path.file_stem().unwrap().to_string_lossy().into_owned()).collect();
+    let stems: BTreeSet<String> = fixtures()
+        .iter()
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
     for entry in std::fs::read_dir(root().join("tests/snapshots")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if let Some(stem) = name.strip_prefix("diagnostics__").and_then(|n| n.strip_suffix(".snap")) {
+        if let Some(stem) = name
+            .strip_prefix("diagnostics__")
+            .and_then(|n| n.strip_suffix(".snap"))
+        {
             assert!(stems.contains(stem), "snapshot {name} has no fixture");
         }
     }

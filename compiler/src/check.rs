@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use faultline_dsl::ast::{self, Block, ClauseKind, GuardTest, Item, List, StringLit, Value};
 use faultline_dsl::{Code, Diagnostic, LoadedCatalogue, SourceFile, Span};
-use faultline_runtime::{Class, Confidence, EvidenceField, Flag, Phase, Scope, Source, TextView, TimingExtractor};
+use faultline_runtime::{
+    Class, Confidence, EvidenceField, Flag, Phase, Scope, Source, TextView, TimingExtractor,
+};
 
 use crate::ir::*;
 use crate::pattern::{self, PatternProblem};
@@ -40,7 +42,10 @@ pub fn check(loaded: &LoadedCatalogue) -> Checked {
     let catalogue = checker.run(loaded);
     let mut diagnostics = checker.diagnostics;
     diagnostics.sort_by_key(Diagnostic::sort_key);
-    Checked { catalogue, diagnostics }
+    Checked {
+        catalogue,
+        diagnostics,
+    }
 }
 
 #[derive(Default)]
@@ -91,7 +96,12 @@ struct Declarations<'a> {
 }
 
 fn doc_text(block: &Block) -> String {
-    block.docs.iter().map(|doc| doc.value.strip_prefix(' ').unwrap_or(&doc.value)).collect::<Vec<_>>().join("\n")
+    block
+        .docs
+        .iter()
+        .map(|doc| doc.value.strip_prefix(' ').unwrap_or(&doc.value))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Whether `id` is a well-formed rule id; `versioned` requires a final `vN` segment.
@@ -102,8 +112,14 @@ fn rule_id_problem(id: &str, versioned: bool) -> Option<String> {
     }
     for segment in &segments {
         let mut chars = segment.chars();
-        let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        if !first_ok || !segment.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        if !first_ok
+            || !segment
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        {
             return Some(format!(
                 "segment `{segment}` must be lowercase ASCII letters, digits, `_` and `-`, starting with a letter or digit"
             ));
@@ -111,16 +127,24 @@ fn rule_id_problem(id: &str, versioned: bool) -> Option<String> {
     }
     let is_version = |segment: &str| {
         segment.strip_prefix('v').is_some_and(|digits| {
-            !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && !digits.starts_with('0')
+            !digits.is_empty()
+                && digits.chars().all(|c| c.is_ascii_digit())
+                && !digits.starts_with('0')
         })
     };
     let last = segments.last().copied().unwrap_or("");
-    let looks_like_version = last.strip_prefix('v').is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()));
+    let looks_like_version = last
+        .strip_prefix('v')
+        .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()));
     if looks_like_version && !is_version(last) {
-        return Some(format!("version segment `{last}` must be `v` and a positive number without leading zeros"));
+        return Some(format!(
+            "version segment `{last}` must be `v` and a positive number without leading zeros"
+        ));
     }
     if versioned && !is_version(last) {
-        return Some("a rule that matches text must end in a version segment such as `.v1`".to_owned());
+        return Some(
+            "a rule that matches text must end in a version segment such as `.v1`".to_owned(),
+        );
     }
     None
 }
@@ -129,7 +153,9 @@ fn version_is_valid(version: &str) -> bool {
     match version.rsplit_once(".v") {
         Some((name, number)) => {
             !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+                && name.chars().all(|c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.')
+                })
                 && !number.is_empty()
                 && number.chars().all(|c| c.is_ascii_digit())
                 && !number.starts_with('0')
@@ -149,14 +175,20 @@ impl Checker {
         for file in &loaded.files {
             for item in &file.syntax.items {
                 if let Item::Code(block) = item {
-                    let first = declarations.codes.get(&block.name.value).is_some_and(|first| std::ptr::eq(*first, block));
+                    let first = declarations
+                        .codes
+                        .get(&block.name.value)
+                        .is_some_and(|first| std::ptr::eq(*first, block));
                     if first && let Some(code) = self.code_block(&file.source, block) {
                         codes.push(code);
                     }
                 }
             }
         }
-        let code_index: HashMap<&str, &CodeDef> = codes.iter().map(|code| (code.name.as_str(), code)).collect();
+        let code_index: HashMap<&str, &CodeDef> = codes
+            .iter()
+            .map(|code| (code.name.as_str(), code))
+            .collect();
         let mut rules = Vec::new();
         for file in &loaded.files {
             for item in &file.syntax.items {
@@ -165,14 +197,24 @@ impl Checker {
                         .rules
                         .get(&block.name.value)
                         .is_some_and(|(_, first)| std::ptr::eq(*first, block));
-                    if first && let Some(rule) = self.rule_block(&file.source, block, &declarations, &code_index) {
+                    if first
+                        && let Some(rule) =
+                            self.rule_block(&file.source, block, &declarations, &code_index)
+                    {
                         rules.push(rule);
                     }
                 }
             }
         }
         let (name, version) = self.header(loaded);
-        Catalogue { name, version, tiers: declarations.tiers, providers: declarations.providers, codes, rules }
+        Catalogue {
+            name,
+            version,
+            tiers: declarations.tiers,
+            providers: declarations.providers,
+            codes,
+            rules,
+        }
     }
 
     fn header(&mut self, loaded: &LoadedCatalogue) -> (String, String) {
@@ -183,10 +225,15 @@ impl Checker {
                 match found {
                     None => found = Some((&file.source, header)),
                     Some((first_file, first)) => self.push(
-                        Diagnostic::new(Code::DuplicateDeclaration, "the catalogue header is declared twice")
-                            .primary(&file.source, header.span, "second header")
-                            .secondary(first_file, first.span, "first declared here")
-                            .help("a catalogue names itself once, in its root file; delete this header"),
+                        Diagnostic::new(
+                            Code::DuplicateDeclaration,
+                            "the catalogue header is declared twice",
+                        )
+                        .primary(&file.source, header.span, "second header")
+                        .secondary(first_file, first.span, "first declared here")
+                        .help(
+                            "a catalogue names itself once, in its root file; delete this header",
+                        ),
                     ),
                 }
             }
@@ -313,7 +360,12 @@ impl Checker {
                 Vec::new()
             }
         };
-        Declarations { tiers, providers: providers.into_iter().map(|(id, _, _)| id).collect(), codes, rules }
+        Declarations {
+            tiers,
+            providers: providers.into_iter().map(|(id, _, _)| id).collect(),
+            codes,
+            rules,
+        }
     }
 
     fn tier_names(&mut self, file: &Arc<SourceFile>, decl: &ast::TiersDecl) -> Vec<String> {
@@ -321,19 +373,25 @@ impl Checker {
         for value in &decl.tiers.items {
             let Value::Ident(name) = value else {
                 self.push(
-                    Diagnostic::new(Code::TypeMismatch, format!("a tier is a name, found {}", value.kind_name()))
-                        .primary(file, value.span(), "expected a tier name")
-                        .help("write tiers as bare names: `tiers [structured, provider, fallback]`"),
+                    Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!("a tier is a name, found {}", value.kind_name()),
+                    )
+                    .primary(file, value.span(), "expected a tier name")
+                    .help("write tiers as bare names: `tiers [structured, provider, fallback]`"),
                 );
                 continue;
             };
             if let Some((_, first)) = tiers.iter().find(|(tier, _)| *tier == name.value) {
                 let first = *first;
                 self.push(
-                    Diagnostic::new(Code::DuplicateDeclaration, format!("tier `{}` is listed twice", name.value))
-                        .primary(file, name.span, "listed again here")
-                        .secondary(file, first, "first listed here")
-                        .help("each tier has one position in the priority order; delete one"),
+                    Diagnostic::new(
+                        Code::DuplicateDeclaration,
+                        format!("tier `{}` is listed twice", name.value),
+                    )
+                    .primary(file, name.span, "listed again here")
+                    .secondary(file, first, "first listed here")
+                    .help("each tier has one position in the priority order; delete one"),
                 );
                 continue;
             }
@@ -372,26 +430,51 @@ impl Checker {
             Value::Int(_) => format!("write {expected}"),
         };
         self.push(
-            Diagnostic::new(Code::TypeMismatch, format!("expected {expected}, found {}", value.kind_name()))
-                .primary(file, value.span(), format!("expected {expected}"))
-                .help(help),
+            Diagnostic::new(
+                Code::TypeMismatch,
+                format!("expected {expected}, found {}", value.kind_name()),
+            )
+            .primary(file, value.span(), format!("expected {expected}"))
+            .help(help),
         );
     }
 
-    fn int_in(&mut self, file: &Arc<SourceFile>, int: &ast::IntLit, range: std::ops::RangeInclusive<i64>, what: &str) -> Option<i64> {
+    fn int_in(
+        &mut self,
+        file: &Arc<SourceFile>,
+        int: &ast::IntLit,
+        range: std::ops::RangeInclusive<i64>,
+        what: &str,
+    ) -> Option<i64> {
         let value = int.value?;
         if range.contains(&value) {
             return Some(value);
         }
         self.push(
-            Diagnostic::new(Code::IntegerOutOfRange, format!("{what} `{value}` is out of range"))
-                .primary(file, int.span, format!("expected {}..={}", range.start(), range.end()))
-                .help(format!("a {what} is a number from {} to {}", range.start(), range.end())),
+            Diagnostic::new(
+                Code::IntegerOutOfRange,
+                format!("{what} `{value}` is out of range"),
+            )
+            .primary(
+                file,
+                int.span,
+                format!("expected {}..={}", range.start(), range.end()),
+            )
+            .help(format!(
+                "a {what} is a number from {} to {}",
+                range.start(),
+                range.end()
+            )),
         );
         None
     }
 
-    fn provider(&mut self, file: &Arc<SourceFile>, value: &Value, declared: &[String]) -> Option<String> {
+    fn provider(
+        &mut self,
+        file: &Arc<SourceFile>,
+        value: &Value,
+        declared: &[String],
+    ) -> Option<String> {
         let Value::Str(string) = value else {
             self.type_mismatch(file, value, "a provider id string");
             return None;
@@ -400,48 +483,96 @@ impl Checker {
             return Some(string.value.clone());
         }
         self.push(
-            Diagnostic::new(Code::UndeclaredProvider, format!("provider `{}` is not declared", string.value))
-                .primary(file, string.span, "undeclared provider")
-                .help(match suggest::closest(&string.value, declared.iter().map(String::as_str)) {
-                    Some(best) => format!("did you mean `{best}`? otherwise declare it with `provider \"{}\"`", string.value),
-                    None => format!("declare it with `provider \"{}\"`, or correct the id", string.value),
-                }),
+            Diagnostic::new(
+                Code::UndeclaredProvider,
+                format!("provider `{}` is not declared", string.value),
+            )
+            .primary(file, string.span, "undeclared provider")
+            .help(
+                match suggest::closest(&string.value, declared.iter().map(String::as_str)) {
+                    Some(best) => format!(
+                        "did you mean `{best}`? otherwise declare it with `provider \"{}\"`",
+                        string.value
+                    ),
+                    None => format!(
+                        "declare it with `provider \"{}\"`, or correct the id",
+                        string.value
+                    ),
+                },
+            ),
         );
         None
     }
 
     /// Reports clauses that appear twice and returns the first of each single-valued kind.
-    fn single<'b>(&mut self, file: &Arc<SourceFile>, block: &'b Block, keyword: &str) -> Option<&'b ast::Clause> {
-        let mut matching = block.clauses.iter().filter(|clause| clause.kind.keyword() == keyword);
+    fn single<'b>(
+        &mut self,
+        file: &Arc<SourceFile>,
+        block: &'b Block,
+        keyword: &str,
+    ) -> Option<&'b ast::Clause> {
+        let mut matching = block
+            .clauses
+            .iter()
+            .filter(|clause| clause.kind.keyword() == keyword);
         let first = matching.next()?;
         for again in matching {
             self.push(
-                Diagnostic::new(Code::DuplicateClause, format!("`{keyword}` appears twice in `{}`", block.name.value))
-                    .primary(file, again.span, "second clause")
-                    .secondary(file, first.span, "first clause")
-                    .help(format!("a block has at most one `{keyword}`; keep one")),
+                Diagnostic::new(
+                    Code::DuplicateClause,
+                    format!("`{keyword}` appears twice in `{}`", block.name.value),
+                )
+                .primary(file, again.span, "second clause")
+                .secondary(file, first.span, "first clause")
+                .help(format!("a block has at most one `{keyword}`; keep one")),
             );
         }
         Some(first)
     }
 
-    fn require(&mut self, file: &Arc<SourceFile>, block: &Block, keyword: &str, kind: &str, example: &str) -> bool {
-        if block.clauses.iter().any(|clause| clause.kind.keyword() == keyword) {
+    fn require(
+        &mut self,
+        file: &Arc<SourceFile>,
+        block: &Block,
+        keyword: &str,
+        kind: &str,
+        example: &str,
+    ) -> bool {
+        if block
+            .clauses
+            .iter()
+            .any(|clause| clause.kind.keyword() == keyword)
+        {
             return true;
         }
         self.push(
-            Diagnostic::new(Code::MissingClause, format!("{kind} `{}` has no `{keyword}`", block.name.value))
-                .primary(file, block.name.span, format!("missing `{keyword}`"))
-                .help(format!("add `{example}` to the block")),
+            Diagnostic::new(
+                Code::MissingClause,
+                format!("{kind} `{}` has no `{keyword}`", block.name.value),
+            )
+            .primary(file, block.name.span, format!("missing `{keyword}`"))
+            .help(format!("add `{example}` to the block")),
         );
         false
     }
 
-    fn misplaced(&mut self, file: &Arc<SourceFile>, block_kind: &str, clause: &ast::Clause, help: &str) {
+    fn misplaced(
+        &mut self,
+        file: &Arc<SourceFile>,
+        block_kind: &str,
+        clause: &ast::Clause,
+        help: &str,
+    ) {
         self.push(
-            Diagnostic::new(Code::MisplacedClause, format!("`{}` is not allowed in a `{block_kind}` block", clause.kind.keyword()))
-                .primary(file, clause.keyword, "not allowed here")
-                .help(help.to_owned()),
+            Diagnostic::new(
+                Code::MisplacedClause,
+                format!(
+                    "`{}` is not allowed in a `{block_kind}` block",
+                    clause.kind.keyword()
+                ),
+            )
+            .primary(file, clause.keyword, "not allowed here")
+            .help(help.to_owned()),
         );
     }
 
@@ -449,7 +580,10 @@ impl Checker {
         let mut ok = true;
         for clause in &block.clauses {
             match &clause.kind {
-                ClauseKind::Class(_) | ClauseKind::Flags(_) | ClauseKind::Scope(_) | ClauseKind::Remediation(ast::Remediation::Token(_)) => {}
+                ClauseKind::Class(_)
+                | ClauseKind::Flags(_)
+                | ClauseKind::Scope(_)
+                | ClauseKind::Remediation(ast::Remediation::Token(_)) => {}
                 ClauseKind::Remediation(ast::Remediation::Capture { .. }) => {
                     ok = false;
                     self.misplaced(file, "code", clause, "a code's remediation is a fixed token such as `remediation \"start_fresh_session\"`; capture values in a rule");
@@ -461,7 +595,13 @@ impl Checker {
             }
         }
         let has_class = self.require(file, block, "class", "code", "class transient");
-        let has_flags = self.require(file, block, "flags", "code", "flags [auto_retryable, fallback_allowed]");
+        let has_flags = self.require(
+            file,
+            block,
+            "flags",
+            "code",
+            "flags [auto_retryable, fallback_allowed]",
+        );
         let has_scope = self.require(file, block, "scope", "code", "scope provider");
         let class = match self.single(file, block, "class").map(|c| &c.kind) {
             Some(ClauseKind::Class(name)) => self.vocab::<Class>(file, name),
@@ -476,7 +616,9 @@ impl Checker {
             _ => None,
         };
         let remediation = match self.single(file, block, "remediation").map(|c| &c.kind) {
-            Some(ClauseKind::Remediation(ast::Remediation::Token(token))) => self.token(file, token),
+            Some(ClauseKind::Remediation(ast::Remediation::Token(token))) => {
+                self.token(file, token)
+            }
             _ => None,
         };
         if !(ok && has_class && has_flags && has_scope) {
@@ -492,13 +634,19 @@ impl Checker {
             scope,
             remediation,
             doc: doc_text(block),
-            origin: Origin { file: Arc::clone(file), span: block.name.span },
+            origin: Origin {
+                file: Arc::clone(file),
+                span: block.name.span,
+            },
         })
     }
 
     fn token(&mut self, file: &Arc<SourceFile>, token: &StringLit) -> Option<String> {
         let valid = !token.value.is_empty()
-            && token.value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            && token
+                .value
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         if valid {
             return Some(token.value.clone());
         }
@@ -511,7 +659,11 @@ impl Checker {
     }
 
     /// Resolves a list of vocabulary names, reporting unknown and repeated entries.
-    fn vocab_list<T: Vocabulary + PartialEq>(&mut self, file: &Arc<SourceFile>, list: &List) -> Option<Vec<T>> {
+    fn vocab_list<T: Vocabulary + PartialEq>(
+        &mut self,
+        file: &Arc<SourceFile>,
+        list: &List,
+    ) -> Option<Vec<T>> {
         let mut out: Vec<T> = Vec::new();
         let mut ok = true;
         for value in &list.items {
@@ -519,9 +671,12 @@ impl Checker {
                 Some(found) if out.contains(&found) => {
                     ok = false;
                     self.push(
-                        Diagnostic::new(Code::DuplicateDeclaration, format!("`{}` is listed twice", file.slice(value.span())))
-                            .primary(file, value.span(), "listed again here")
-                            .help("delete the repeated entry"),
+                        Diagnostic::new(
+                            Code::DuplicateDeclaration,
+                            format!("`{}` is listed twice", file.slice(value.span())),
+                        )
+                        .primary(file, value.span(), "listed again here")
+                        .help("delete the repeated entry"),
                     );
                 }
                 Some(found) => out.push(found),
@@ -545,7 +700,10 @@ impl Checker {
                 self.misplaced(file, "rule", clause, "`class` and `flags` belong to the rule's `code` declaration, which every rule with that code shares");
             }
         }
-        let matches_text = block.clauses.iter().any(|clause| matches!(clause.kind, ClauseKind::Match(_)));
+        let matches_text = block
+            .clauses
+            .iter()
+            .any(|clause| matches!(clause.kind, ClauseKind::Match(_)));
         if let Some(problem) = rule_id_problem(&block.name.value, matches_text) {
             ok = false;
             self.push(
@@ -587,12 +745,22 @@ impl Checker {
         };
         let tier = match self.single(file, block, "tier").map(|c| &c.kind) {
             Some(ClauseKind::Tier(name)) => {
-                let index = declarations.tiers.iter().position(|tier| *tier == name.value);
+                let index = declarations
+                    .tiers
+                    .iter()
+                    .position(|tier| *tier == name.value);
                 if index.is_none() && !declarations.tiers.is_empty() {
                     self.push(
-                        Diagnostic::new(Code::UnknownTier, format!("unknown tier `{}`", name.value))
-                            .primary(file, name.span, "not in the catalogue's `tiers` list")
-                            .help(suggest::help(&name.value, "tier", declarations.tiers.iter().map(String::as_str))),
+                        Diagnostic::new(
+                            Code::UnknownTier,
+                            format!("unknown tier `{}`", name.value),
+                        )
+                        .primary(file, name.span, "not in the catalogue's `tiers` list")
+                        .help(suggest::help(
+                            &name.value,
+                            "tier",
+                            declarations.tiers.iter().map(String::as_str),
+                        )),
                     );
                 }
                 index
@@ -653,7 +821,12 @@ impl Checker {
                 None => ok = false,
             }
         }
-        let has_clause = |keyword: &str| block.clauses.iter().any(|clause| clause.kind.keyword() == keyword);
+        let has_clause = |keyword: &str| {
+            block
+                .clauses
+                .iter()
+                .any(|clause| clause.kind.keyword() == keyword)
+        };
         let missing = match (has_clause("example"), has_clause("counterexample")) {
             (false, false) => Some("an `example` and a `counterexample`"),
             (false, true) => Some("an `example`"),
@@ -692,7 +865,10 @@ impl Checker {
             remediation,
             examples,
             counterexamples,
-            origin: Origin { file: Arc::clone(file), span: block.name.span },
+            origin: Origin {
+                file: Arc::clone(file),
+                span: block.name.span,
+            },
         })
     }
 
@@ -716,17 +892,30 @@ impl Checker {
                 None => {
                     *ok = false;
                     self.push(
-                        Diagnostic::new(Code::UnknownRuleReference, format!("no rule has the id `{}`", name.value))
-                            .primary(file, name.span, "unknown rule")
-                            .help(match suggest::closest(&name.value, declarations.rules.keys().map(String::as_str)) {
+                        Diagnostic::new(
+                            Code::UnknownRuleReference,
+                            format!("no rule has the id `{}`", name.value),
+                        )
+                        .primary(file, name.span, "unknown rule")
+                        .help(
+                            match suggest::closest(
+                                &name.value,
+                                declarations.rules.keys().map(String::as_str),
+                            ) {
                                 Some(best) => format!("did you mean `{best}`?"),
-                                None => "order relations name rules of the same tier by their full id".to_owned(),
-                            }),
+                                None => {
+                                    "order relations name rules of the same tier by their full id"
+                                        .to_owned()
+                                }
+                            },
+                        ),
                     );
                 }
                 Some((other_file, other)) => {
                     let other_tier = other.clauses.iter().find_map(|clause| match &clause.kind {
-                        ClauseKind::Tier(tier) => declarations.tiers.iter().position(|t| *t == tier.value),
+                        ClauseKind::Tier(tier) => {
+                            declarations.tiers.iter().position(|t| *t == tier.value)
+                        }
                         _ => None,
                     });
                     if let (Some(mine), Some(theirs)) = (tier, other_tier)
@@ -756,11 +945,19 @@ impl Checker {
         (before, after)
     }
 
-    fn guards(&mut self, file: &Arc<SourceFile>, block: &Block, providers: &[String], ok: &mut bool) -> Guards {
+    fn guards(
+        &mut self,
+        file: &Arc<SourceFile>,
+        block: &Block,
+        providers: &[String],
+        ok: &mut bool,
+    ) -> Guards {
         let mut guards = Guards::default();
         let mut seen: Vec<(EvidenceField, Span)> = Vec::new();
         for clause in &block.clauses {
-            let ClauseKind::When(guard) = &clause.kind else { continue };
+            let ClauseKind::When(guard) = &clause.kind else {
+                continue;
+            };
             let Some(field) = self.vocab::<EvidenceField>(file, &guard.field) else {
                 *ok = false;
                 continue;
@@ -787,9 +984,12 @@ impl Checker {
                     if list.items.is_empty() {
                         *ok = false;
                         self.push(
-                            Diagnostic::new(Code::TypeMismatch, format!("`when {field} in []` can never hold"))
-                                .primary(file, list.span, "empty list")
-                                .help("list at least one value, or delete the guard"),
+                            Diagnostic::new(
+                                Code::TypeMismatch,
+                                format!("`when {field} in []` can never hold"),
+                            )
+                            .primary(file, list.span, "empty list")
+                            .help("list at least one value, or delete the guard"),
                         );
                         continue;
                     }
@@ -799,13 +999,28 @@ impl Checker {
             let before_count = self.diagnostics.len();
             match field {
                 EvidenceField::Phase => {
-                    guards.phase = Some(values.iter().filter_map(|v| self.vocab_value::<Phase>(file, v)).collect());
+                    guards.phase = Some(
+                        values
+                            .iter()
+                            .filter_map(|v| self.vocab_value::<Phase>(file, v))
+                            .collect(),
+                    );
                 }
                 EvidenceField::Source => {
-                    guards.source = Some(values.iter().filter_map(|v| self.vocab_value::<Source>(file, v)).collect());
+                    guards.source = Some(
+                        values
+                            .iter()
+                            .filter_map(|v| self.vocab_value::<Source>(file, v))
+                            .collect(),
+                    );
                 }
                 EvidenceField::ProviderId => {
-                    guards.provider_id = Some(values.iter().filter_map(|v| self.provider(file, v, providers)).collect());
+                    guards.provider_id = Some(
+                        values
+                            .iter()
+                            .filter_map(|v| self.provider(file, v, providers))
+                            .collect(),
+                    );
                 }
                 EvidenceField::HttpStatus => {
                     let statuses = values
@@ -818,7 +1033,14 @@ impl Checker {
                 EvidenceField::ExitCode => {
                     let codes = values
                         .iter()
-                        .filter_map(|v| self.int_value(file, v, i64::from(i32::MIN)..=i64::from(i32::MAX), "exit code"))
+                        .filter_map(|v| {
+                            self.int_value(
+                                file,
+                                v,
+                                i64::from(i32::MIN)..=i64::from(i32::MAX),
+                                "exit code",
+                            )
+                        })
                         .filter_map(|v| i32::try_from(v).ok())
                         .collect();
                     guards.exit_code = Some(codes);
@@ -841,7 +1063,13 @@ impl Checker {
         guards
     }
 
-    fn int_value(&mut self, file: &Arc<SourceFile>, value: &Value, range: std::ops::RangeInclusive<i64>, what: &str) -> Option<i64> {
+    fn int_value(
+        &mut self,
+        file: &Arc<SourceFile>,
+        value: &Value,
+        range: std::ops::RangeInclusive<i64>,
+        what: &str,
+    ) -> Option<i64> {
         match value {
             Value::Int(int) => self.int_in(file, int, range, what),
             other => {
@@ -858,7 +1086,11 @@ impl Checker {
         }
     }
 
-    fn pattern(&mut self, file: &Arc<SourceFile>, pattern: &StringLit) -> Option<pattern::LoweredPattern> {
+    fn pattern(
+        &mut self,
+        file: &Arc<SourceFile>,
+        pattern: &StringLit,
+    ) -> Option<pattern::LoweredPattern> {
         match pattern::lower(&pattern.value) {
             Ok(lowered) => Some(lowered),
             Err(problems) => {
@@ -887,12 +1119,20 @@ impl Checker {
         }
     }
 
-    fn literal(&mut self, file: &Arc<SourceFile>, literal: &StringLit, kind: &str) -> Option<String> {
+    fn literal(
+        &mut self,
+        file: &Arc<SourceFile>,
+        literal: &StringLit,
+        kind: &str,
+    ) -> Option<String> {
         if literal.value.trim().is_empty() {
             self.push(
-                Diagnostic::new(Code::EmptyLiteral, format!("`{kind}` matcher with an empty literal"))
-                    .primary(file, literal.span, "empty, so it would match every text")
-                    .help(format!("write the text the `{kind}` matcher requires")),
+                Diagnostic::new(
+                    Code::EmptyLiteral,
+                    format!("`{kind}` matcher with an empty literal"),
+                )
+                .primary(file, literal.span, "empty, so it would match every text")
+                .help(format!("write the text the `{kind}` matcher requires")),
             );
             return None;
         }
@@ -902,12 +1142,20 @@ impl Checker {
     fn matcher(&mut self, file: &Arc<SourceFile>, matcher: &ast::Matcher) -> Option<TextMatcher> {
         let view = self.view(file, matcher.view.as_ref());
         let kind = match &matcher.kind {
-            ast::MatcherKind::Regex { pattern, group_equals } => {
+            ast::MatcherKind::Regex {
+                pattern,
+                group_equals,
+            } => {
                 let lowered = self.pattern(file, pattern)?;
                 let group_equals = match group_equals {
                     Some(condition) => {
                         let field = self.vocab::<EvidenceField>(file, &condition.field);
-                        let group = self.int_in(file, &condition.group, 0..=i64::from(u32::MAX), "capture group")?;
+                        let group = self.int_in(
+                            file,
+                            &condition.group,
+                            0..=i64::from(u32::MAX),
+                            "capture group",
+                        )?;
                         let group = u32::try_from(group).ok()?;
                         if group > lowered.capture_groups {
                             self.push(
@@ -922,27 +1170,51 @@ impl Checker {
                     }
                     None => None,
                 };
-                MatcherKind::Regex { written: pattern.value.clone(), lowered: lowered.lowered, group_equals }
+                MatcherKind::Regex {
+                    written: pattern.value.clone(),
+                    lowered: lowered.lowered,
+                    group_equals,
+                }
             }
-            ast::MatcherKind::Prefix { literal, ignore_case, suffix } => {
+            ast::MatcherKind::Prefix {
+                literal,
+                ignore_case,
+                suffix,
+            } => {
                 let literal = self.literal(file, literal, "prefix")?;
                 let suffix = match suffix {
                     Some(bound) => Some(self.suffix_bound(file, bound)?),
                     None => None,
                 };
-                MatcherKind::Prefix { literal, ignore_case: ignore_case.is_some(), suffix }
+                MatcherKind::Prefix {
+                    literal,
+                    ignore_case: ignore_case.is_some(),
+                    suffix,
+                }
             }
-            ast::MatcherKind::Whole { literal, ignore_case } => {
-                MatcherKind::Whole { literal: self.literal(file, literal, "whole")?, ignore_case: ignore_case.is_some() }
-            }
-            ast::MatcherKind::Contains { literal, ignore_case } => {
-                MatcherKind::Contains { literal: self.literal(file, literal, "contains")?, ignore_case: ignore_case.is_some() }
-            }
+            ast::MatcherKind::Whole {
+                literal,
+                ignore_case,
+            } => MatcherKind::Whole {
+                literal: self.literal(file, literal, "whole")?,
+                ignore_case: ignore_case.is_some(),
+            },
+            ast::MatcherKind::Contains {
+                literal,
+                ignore_case,
+            } => MatcherKind::Contains {
+                literal: self.literal(file, literal, "contains")?,
+                ignore_case: ignore_case.is_some(),
+            },
         };
         Some(TextMatcher { view: view?, kind })
     }
 
-    fn suffix_bound(&mut self, file: &Arc<SourceFile>, bound: &ast::SuffixBytes) -> Option<(usize, usize)> {
+    fn suffix_bound(
+        &mut self,
+        file: &Arc<SourceFile>,
+        bound: &ast::SuffixBytes,
+    ) -> Option<(usize, usize)> {
         let (min, max) = (bound.min.value?, bound.max.value?);
         let problem = if min < 0 || max < 0 {
             Some("byte bounds cannot be negative")
@@ -955,22 +1227,34 @@ impl Checker {
         };
         if let Some(problem) = problem {
             self.push(
-                Diagnostic::new(Code::ByteBoundOutOfRange, format!("byte bound `{min}..={max}` is out of range"))
-                    .primary(file, bound.span, problem)
-                    .help("use 0 <= MIN <= MAX <= 4096, e.g. `suffix 1..=256 bytes`"),
+                Diagnostic::new(
+                    Code::ByteBoundOutOfRange,
+                    format!("byte bound `{min}..={max}` is out of range"),
+                )
+                .primary(file, bound.span, problem)
+                .help("use 0 <= MIN <= MAX <= 4096, e.g. `suffix 1..=256 bytes`"),
             );
             return None;
         }
         Some((usize::try_from(min).ok()?, usize::try_from(max).ok()?))
     }
 
-    fn remediation(&mut self, file: &Arc<SourceFile>, remediation: &ast::Remediation) -> Option<RemediationSpec> {
+    fn remediation(
+        &mut self,
+        file: &Arc<SourceFile>,
+        remediation: &ast::Remediation,
+    ) -> Option<RemediationSpec> {
         match remediation {
             ast::Remediation::Token(token) => self.token(file, token).map(RemediationSpec::Token),
-            ast::Remediation::Capture { pattern, group, view } => {
+            ast::Remediation::Capture {
+                pattern,
+                group,
+                view,
+            } => {
                 let view = self.view(file, view.as_ref());
                 let lowered = self.pattern(file, pattern)?;
-                let group_number = self.int_in(file, group, 0..=i64::from(u32::MAX), "capture group")?;
+                let group_number =
+                    self.int_in(file, group, 0..=i64::from(u32::MAX), "capture group")?;
                 let group_number = u32::try_from(group_number).ok()?;
                 if group_number == 0 || group_number > lowered.capture_groups {
                     self.push(
@@ -981,12 +1265,22 @@ impl Checker {
                     );
                     return None;
                 }
-                Some(RemediationSpec::Capture { lowered: lowered.lowered, group: group_number, view: view? })
+                Some(RemediationSpec::Capture {
+                    lowered: lowered.lowered,
+                    group: group_number,
+                    view: view?,
+                })
             }
         }
     }
 
-    fn example(&mut self, file: &Arc<SourceFile>, evidence: &ast::Evidence, guards: &Guards, providers: &[String]) -> Option<Example> {
+    fn example(
+        &mut self,
+        file: &Arc<SourceFile>,
+        evidence: &ast::Evidence,
+        guards: &Guards,
+        providers: &[String],
+    ) -> Option<Example> {
         let mut out = ExampleEvidence::default();
         let span = match evidence {
             ast::Evidence::Text(text) => {
@@ -1005,10 +1299,13 @@ impl Checker {
                         let first = *first;
                         ok = false;
                         self.push(
-                            Diagnostic::new(Code::DuplicateDeclaration, format!("field `{name}` is given twice"))
-                                .primary(file, field.name.span, "given again here")
-                                .secondary(file, first, "first given here")
-                                .help("give each evidence field once"),
+                            Diagnostic::new(
+                                Code::DuplicateDeclaration,
+                                format!("field `{name}` is given twice"),
+                            )
+                            .primary(file, field.name.span, "given again here")
+                            .secondary(file, first, "first given here")
+                            .help("give each evidence field once"),
                         );
                         continue;
                     }
@@ -1023,7 +1320,11 @@ impl Checker {
         };
         // Single-valued guards complete the example, so that it exercises the rule in context.
         if out.phase.is_none() {
-            out.phase = guards.phase.as_ref().and_then(|p| single(p)).or(Some(Phase::PromptSend));
+            out.phase = guards
+                .phase
+                .as_ref()
+                .and_then(|p| single(p))
+                .or(Some(Phase::PromptSend));
         }
         if out.provider_id.is_none() {
             out.provider_id = guards.provider_id.as_ref().and_then(|p| single(p));
@@ -1037,7 +1338,13 @@ impl Checker {
         if out.exit_code.is_none() {
             out.exit_code = guards.exit_code.as_ref().and_then(|s| single(s));
         }
-        Some(Example { evidence: out, origin: Origin { file: Arc::clone(file), span } })
+        Some(Example {
+            evidence: out,
+            origin: Origin {
+                file: Arc::clone(file),
+                span,
+            },
+        })
     }
 
     fn evidence_field(
@@ -1060,17 +1367,26 @@ impl Checker {
             EvidenceField::Source => out.source = self.vocab_value::<Source>(file, value),
             EvidenceField::ProviderId => out.provider_id = self.provider(file, value, providers),
             EvidenceField::HttpStatus => {
-                out.http_status = self.int_value(file, value, 100..=599, "HTTP status").and_then(|v| u16::try_from(v).ok());
+                out.http_status = self
+                    .int_value(file, value, 100..=599, "HTTP status")
+                    .and_then(|v| u16::try_from(v).ok());
             }
             EvidenceField::ExitCode => {
                 out.exit_code = self
-                    .int_value(file, value, i64::from(i32::MIN)..=i64::from(i32::MAX), "exit code")
+                    .int_value(
+                        file,
+                        value,
+                        i64::from(i32::MIN)..=i64::from(i32::MAX),
+                        "exit code",
+                    )
                     .and_then(|v| i32::try_from(v).ok());
             }
             EvidenceField::ResetHint => out.reset_hint = text(self),
             EvidenceField::Stderr => out.stderr = text(self),
             EvidenceField::Stdout => out.stdout = text(self),
-            EvidenceField::ManagedRuntimePackageSpec => out.managed_runtime_package_spec = text(self),
+            EvidenceField::ManagedRuntimePackageSpec => {
+                out.managed_runtime_package_spec = text(self)
+            }
         }
         match field {
             EvidenceField::Phase => out.phase.is_some(),

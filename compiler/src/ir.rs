@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use faultline_dsl::{SourceFile, Span};
-use faultline_runtime::{Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor};
+use faultline_runtime::{
+    Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor,
+};
 
 /// Where a checked entity is written, for diagnostics of later stages.
 #[derive(Debug, Clone)]

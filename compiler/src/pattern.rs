@@ -76,7 +76,11 @@ impl Lowering {
             match item.kind {
                 ast::FlagsItemKind::Negation => negated = true,
                 ast::FlagsItemKind::Flag(ast::Flag::Unicode) => {
-                    *state = if negated { UnicodeFlag::ExplicitOff } else { UnicodeFlag::ExplicitOn };
+                    *state = if negated {
+                        UnicodeFlag::ExplicitOff
+                    } else {
+                        UnicodeFlag::ExplicitOn
+                    };
                 }
                 ast::FlagsItemKind::Flag(_) => {}
             }
@@ -88,7 +92,10 @@ impl Lowering {
             Ast::Flags(set) => self.flags(&set.flags, state),
             Ast::ClassPerl(class) if *state == UnicodeFlag::Default => {
                 let open = if class.negated { "[^" } else { "[" };
-                self.replacements.push((span_range(&class.span), format!("{open}{}]", perl_ascii(&class.kind))));
+                self.replacements.push((
+                    span_range(&class.span),
+                    format!("{open}{}]", perl_ascii(&class.kind)),
+                ));
             }
             Ast::ClassBracketed(class) => self.class_set(&class.kind, *state),
             Ast::Assertion(assertion) => self.assertion(assertion, *state),
@@ -132,7 +139,8 @@ impl Lowering {
                 } else {
                     perl_ascii(&class.kind).to_owned()
                 };
-                self.replacements.push((span_range(&class.span), replacement));
+                self.replacements
+                    .push((span_range(&class.span), replacement));
             }
             ast::ClassSetItem::Bracketed(inner) => self.class_set(&inner.kind, state),
             ast::ClassSetItem::Union(union) => {
@@ -156,9 +164,13 @@ impl Lowering {
             _ => return,
         };
         match state {
-            UnicodeFlag::Default => self.replacements.push((span_range(&assertion.span), format!("(?-u:{ascii})"))),
+            UnicodeFlag::Default => self
+                .replacements
+                .push((span_range(&assertion.span), format!("(?-u:{ascii})"))),
             UnicodeFlag::ExplicitOn => {
-                self.problems.push(PatternProblem::UnicodeWordBoundary { range: span_range(&assertion.span) });
+                self.problems.push(PatternProblem::UnicodeWordBoundary {
+                    range: span_range(&assertion.span),
+                });
             }
             UnicodeFlag::ExplicitOff => {}
         }
@@ -170,31 +182,52 @@ fn span_range(span: &ast::Span) -> Range<usize> {
 }
 
 fn translate(pattern: &str) -> Result<regex_syntax::hir::Hir, PatternProblem> {
-    regex_syntax::ParserBuilder::new().nest_limit(NEST_LIMIT).build().parse(pattern).map_err(|error| match error {
-        regex_syntax::Error::Parse(error) => {
-            PatternProblem::Invalid { message: error.kind().to_string(), range: span_range(error.span()) }
-        }
-        regex_syntax::Error::Translate(error) => {
-            PatternProblem::Invalid { message: error.kind().to_string(), range: span_range(error.span()) }
-        }
-        other => PatternProblem::Invalid { message: other.to_string(), range: 0..pattern.len() },
-    })
+    regex_syntax::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(pattern)
+        .map_err(|error| match error {
+            regex_syntax::Error::Parse(error) => PatternProblem::Invalid {
+                message: error.kind().to_string(),
+                range: span_range(error.span()),
+            },
+            regex_syntax::Error::Translate(error) => PatternProblem::Invalid {
+                message: error.kind().to_string(),
+                range: span_range(error.span()),
+            },
+            other => PatternProblem::Invalid {
+                message: other.to_string(),
+                range: 0..pattern.len(),
+            },
+        })
 }
 
 /// Validates a pattern and lowers it to faultline's regex semantics.
 pub fn lower(pattern: &str) -> Result<LoweredPattern, Vec<PatternProblem>> {
-    let parsed = ast::parse::ParserBuilder::new().nest_limit(NEST_LIMIT).build().parse(pattern).map_err(|error| {
-        vec![PatternProblem::Invalid { message: error.kind().to_string(), range: span_range(error.span()) }]
-    })?;
+    let parsed = ast::parse::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(pattern)
+        .map_err(|error| {
+            vec![PatternProblem::Invalid {
+                message: error.kind().to_string(),
+                range: span_range(error.span()),
+            }]
+        })?;
     // Translating the pattern as written reports translation errors at their exact place.
     translate(pattern).map_err(|problem| vec![problem])?;
-    let mut lowering = Lowering { replacements: Vec::new(), problems: Vec::new() };
+    let mut lowering = Lowering {
+        replacements: Vec::new(),
+        problems: Vec::new(),
+    };
     lowering.walk(&parsed, &mut UnicodeFlag::Default);
     if !lowering.problems.is_empty() {
         return Err(lowering.problems);
     }
     let mut lowered = pattern.to_owned();
-    lowering.replacements.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
+    lowering
+        .replacements
+        .sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
     for (range, replacement) in &lowering.replacements {
         if lowered.get(range.clone()).is_some() {
             lowered.replace_range(range.clone(), replacement);
@@ -203,14 +236,21 @@ pub fn lower(pattern: &str) -> Result<LoweredPattern, Vec<PatternProblem>> {
     let hir = translate(&lowered).map_err(|problem| match problem {
         // The rewrite cannot introduce an error the original did not have; if it ever does,
         // blame the whole pattern rather than an offset in text the author never wrote.
-        PatternProblem::Invalid { message, .. } => vec![PatternProblem::Invalid { message, range: 0..pattern.len() }],
+        PatternProblem::Invalid { message, .. } => vec![PatternProblem::Invalid {
+            message,
+            range: 0..pattern.len(),
+        }],
         other => vec![other],
     })?;
     if hir.properties().minimum_len() == Some(0) {
         return Err(vec![PatternProblem::MatchesEmpty]);
     }
-    let capture_groups = u32::try_from(hir.properties().explicit_captures_len()).unwrap_or(u32::MAX);
-    Ok(LoweredPattern { lowered, capture_groups })
+    let capture_groups =
+        u32::try_from(hir.properties().explicit_captures_len()).unwrap_or(u32::MAX);
+    Ok(LoweredPattern {
+        lowered,
+        capture_groups,
+    })
 }
 
 #[cfg(test)]
@@ -219,7 +259,9 @@ mod tests {
 
     #[test]
     fn perl_classes_and_boundaries_become_ascii() {
-        let lowered = lower(r"(?i)\b529\b[^\n]*\s\d+[\s\S]{0,3}\W").unwrap().lowered;
+        let lowered = lower(r"(?i)\b529\b[^\n]*\s\d+[\s\S]{0,3}\W")
+            .unwrap()
+            .lowered;
         assert_eq!(
             lowered,
             r"(?i)(?-u:\b)529(?-u:\b)[^\n]*[\t\n\x0C\r ][0-9]+[\t\n\x0C\r [^\t\n\x0C\r ]]{0,3}[^0-9A-Za-z_]"
@@ -239,13 +281,18 @@ mod tests {
     fn explicit_unicode_flag_is_kept_for_classes_and_refused_for_boundaries() {
         assert_eq!(lower(r"(?u:\w)x").unwrap().lowered, r"(?u:\w)x");
         let problems = lower(r"a(?u)\bb").unwrap_err();
-        assert_eq!(problems, [PatternProblem::UnicodeWordBoundary { range: 5..7 }]);
+        assert_eq!(
+            problems,
+            [PatternProblem::UnicodeWordBoundary { range: 5..7 }]
+        );
         assert_eq!(lower(r"(?-u:\b)x").unwrap().lowered, r"(?-u:\b)x");
     }
 
     #[test]
     fn invalid_and_empty_patterns_are_problems() {
-        let Err(problems) = lower(r"a(b") else { panic!() };
+        let Err(problems) = lower(r"a(b") else {
+            panic!()
+        };
         assert!(matches!(&problems[0], PatternProblem::Invalid { range, .. } if *range == (1..2)));
         assert_eq!(lower(r"a*|b").unwrap_err(), [PatternProblem::MatchesEmpty]);
         assert_eq!(lower(r"\b").unwrap_err(), [PatternProblem::MatchesEmpty]);

@@ -5,15 +5,29 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), strsim::damerau_levenshtein(name, candidate), candidate))
+        .map(|candidate| {
+            (
+                strsim::jaro_winkler(name, candidate),
+                strsim::damerau_levenshtein(name, candidate),
+                candidate,
+            )
+        })
         .filter(|(similarity, distance, _)| *similarity >= 0.8 || *distance <= limit)
         .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.2.cmp(a.2)))
         .map(|(_, _, candidate)| candidate)
 }
 
 /// A help line: "did you mean `x`? expected one of `a`, `b`, `c`".
-pub fn help<'a>(name: &str, what: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
-    let list: Vec<String> = candidates.clone().into_iter().map(|c| format!("`{c}`")).collect();
+pub fn help<'a>(
+    name: &str,
+    what: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
+    let list: Vec<String> = candidates
+        .clone()
+        .into_iter()
+        .map(|c| format!("`{c}`"))
+        .collect();
     let listing = if list.is_empty() {
         format!("no {what} is declared")
     } else if list.len() <= 12 {

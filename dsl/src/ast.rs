@@ -397,7 +397,10 @@ pub struct StringLit {
 impl StringLit {
     /// The file offset of byte `index` of the decoded value (clamped to the literal).
     pub fn offset_of(&self, index: usize) -> usize {
-        self.offsets.get(index).copied().unwrap_or(self.span.end.saturating_sub(1))
+        self.offsets
+            .get(index)
+            .copied()
+            .unwrap_or(self.span.end.saturating_sub(1))
     }
 
     /// The file span of a byte range of the decoded value.

@@ -325,7 +325,11 @@ mod tests {
         let mut numbers = HashSet::new();
         let mut slugs = HashSet::new();
         for window in Code::ALL.windows(2) {
-            assert!(window[0].as_str() < window[1].as_str(), "codes out of order at {}", window[1]);
+            assert!(
+                window[0].as_str() < window[1].as_str(),
+                "codes out of order at {}",
+                window[1]
+            );
         }
         for code in Code::ALL {
             assert!(numbers.insert(code.as_str()), "{code} declared twice");
@@ -339,14 +343,20 @@ mod tests {
         for code in Code::ALL {
             let doc = code.doc();
             assert!(doc.len() > 40, "{code} has no real documentation");
-            assert!(doc.contains("Fix:"), "{code}'s documentation does not say how to fix it");
+            assert!(
+                doc.contains("Fix:"),
+                "{code}'s documentation does not say how to fix it"
+            );
         }
     }
 
     #[test]
     fn codes_parse_by_number_and_slug() {
         assert_eq!(Code::parse("fl0010"), Some(Code::DuplicateRuleId));
-        assert_eq!(Code::parse("duplicate-rule-id"), Some(Code::DuplicateRuleId));
+        assert_eq!(
+            Code::parse("duplicate-rule-id"),
+            Some(Code::DuplicateRuleId)
+        );
         assert_eq!(Code::parse("FL9999"), None);
     }
 

@@ -70,15 +70,35 @@ impl Diagnostic {
 
     /// Adds the primary label: the span the diagnostic is about.
     #[must_use]
-    pub fn primary(mut self, file: &Arc<SourceFile>, span: Span, message: impl Into<String>) -> Self {
-        self.labels.push(Label { file: Arc::clone(file), span, message: message.into(), primary: true });
+    pub fn primary(
+        mut self,
+        file: &Arc<SourceFile>,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        self.labels.push(Label {
+            file: Arc::clone(file),
+            span,
+            message: message.into(),
+            primary: true,
+        });
         self
     }
 
     /// Adds a secondary label that gives context (e.g. "first defined here").
     #[must_use]
-    pub fn secondary(mut self, file: &Arc<SourceFile>, span: Span, message: impl Into<String>) -> Self {
-        self.labels.push(Label { file: Arc::clone(file), span, message: message.into(), primary: false });
+    pub fn secondary(
+        mut self,
+        file: &Arc<SourceFile>,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        self.labels.push(Label {
+            file: Arc::clone(file),
+            span,
+            message: message.into(),
+            primary: false,
+        });
         self
     }
 
@@ -118,7 +138,10 @@ impl Diagnostic {
 
     /// The primary label, if the diagnostic points anywhere.
     pub fn primary_label(&self) -> Option<&Label> {
-        self.labels.iter().find(|label| label.primary).or_else(|| self.labels.first())
+        self.labels
+            .iter()
+            .find(|label| label.primary)
+            .or_else(|| self.labels.first())
     }
 
     /// The help line.
@@ -139,7 +162,12 @@ impl Diagnostic {
     /// A key that orders diagnostics by file, position and code, for stable output.
     pub fn sort_key(&self) -> (String, usize, usize, Code) {
         match self.primary_label() {
-            Some(label) => (label.file.name().to_owned(), label.span.start, label.span.end, self.code),
+            Some(label) => (
+                label.file.name().to_owned(),
+                label.span.start,
+                label.span.end,
+                self.code,
+            ),
             None => (String::new(), 0, 0, self.code),
         }
     }
@@ -161,7 +189,11 @@ pub(crate) struct RelatedLabel {
 
 impl std::fmt::Display for RelatedLabel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.label.message.is_empty() { "related location" } else { &self.label.message })
+        f.write_str(if self.label.message.is_empty() {
+            "related location"
+        } else {
+            &self.label.message
+        })
     }
 }
 
@@ -178,7 +210,9 @@ impl miette::Diagnostic for RelatedLabel {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
         let span = miette::SourceSpan::from(self.label.span.start..self.label.span.end);
-        Some(Box::new(std::iter::once(miette::LabeledSpan::new_with_span(Some(self.label.message.clone()), span))))
+        Some(Box::new(std::iter::once(
+            miette::LabeledSpan::new_with_span(Some(self.label.message.clone()), span),
+        )))
     }
 }
 
@@ -192,19 +226,39 @@ pub(crate) struct MietteView<'a> {
 
 impl<'a> MietteView<'a> {
     pub(crate) fn new(diagnostic: &'a Diagnostic) -> Self {
-        let primary_file = diagnostic.primary_label().map(|label| Arc::clone(&label.file));
+        let primary_file = diagnostic
+            .primary_label()
+            .map(|label| Arc::clone(&label.file));
         let related = diagnostic
             .labels
             .iter()
-            .filter(|label| primary_file.as_ref().is_some_and(|file| !Arc::ptr_eq(file, &label.file)))
-            .map(|label| RelatedLabel { label: label.clone() })
+            .filter(|label| {
+                primary_file
+                    .as_ref()
+                    .is_some_and(|file| !Arc::ptr_eq(file, &label.file))
+            })
+            .map(|label| RelatedLabel {
+                label: label.clone(),
+            })
             .collect();
-        let mut help_lines: Vec<String> = diagnostic.notes.iter().map(|note| format!("note: {note}")).collect();
+        let mut help_lines: Vec<String> = diagnostic
+            .notes
+            .iter()
+            .map(|note| format!("note: {note}"))
+            .collect();
         if let Some(help) = &diagnostic.help {
             help_lines.push(help.clone());
         }
-        let help = if help_lines.is_empty() { None } else { Some(help_lines.join("\n")) };
-        MietteView { diagnostic, related, help }
+        let help = if help_lines.is_empty() {
+            None
+        } else {
+            Some(help_lines.join("\n"))
+        };
+        MietteView {
+            diagnostic,
+            related,
+            help,
+        }
     }
 }
 
@@ -218,7 +272,11 @@ impl std::error::Error for MietteView<'_> {}
 
 impl miette::Diagnostic for MietteView<'_> {
     fn code<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
-        Some(Box::new(format!("{}[{}]", self.diagnostic.severity.as_str(), self.diagnostic.code.as_str())))
+        Some(Box::new(format!(
+            "{}[{}]",
+            self.diagnostic.severity.as_str(),
+            self.diagnostic.code.as_str()
+        )))
     }
 
     fn severity(&self) -> Option<miette::Severity> {
@@ -229,15 +287,22 @@ impl miette::Diagnostic for MietteView<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
-        self.help.as_ref().map(|help| Box::new(help) as Box<dyn std::fmt::Display>)
+        self.help
+            .as_ref()
+            .map(|help| Box::new(help) as Box<dyn std::fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
-        self.diagnostic.primary_label().map(|label| label.file.as_ref() as &dyn miette::SourceCode)
+        self.diagnostic
+            .primary_label()
+            .map(|label| label.file.as_ref() as &dyn miette::SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
-        let primary_file = self.diagnostic.primary_label().map(|label| Arc::clone(&label.file))?;
+        let primary_file = self
+            .diagnostic
+            .primary_label()
+            .map(|label| Arc::clone(&label.file))?;
         let labels: Vec<_> = self
             .diagnostic
             .labels
@@ -245,7 +310,11 @@ impl miette::Diagnostic for MietteView<'_> {
             .filter(|label| Arc::ptr_eq(&label.file, &primary_file))
             .map(|label| {
                 let span = miette::SourceSpan::from(label.span.start..label.span.end);
-                let text = if label.message.is_empty() { None } else { Some(label.message.clone()) };
+                let text = if label.message.is_empty() {
+                    None
+                } else {
+                    Some(label.message.clone())
+                };
                 if label.primary {
                     miette::LabeledSpan::new_primary_with_span(text, span)
                 } else {
@@ -260,6 +329,10 @@ impl miette::Diagnostic for MietteView<'_> {
         if self.related.is_empty() {
             return None;
         }
-        Some(Box::new(self.related.iter().map(|related| related as &dyn miette::Diagnostic)))
+        Some(Box::new(
+            self.related
+                .iter()
+                .map(|related| related as &dyn miette::Diagnostic),
+        ))
     }
 }

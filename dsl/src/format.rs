@@ -27,11 +27,17 @@ pub enum FormatError {
 /// Formats one file. Idempotent: formatting the output again gives the same text.
 pub fn format(file: &Arc<SourceFile>) -> Result<String, FormatError> {
     let (syntax, diagnostics) = parse(file);
-    let syntax_errors: Vec<_> = diagnostics.into_iter().filter(|d| d.code() == Code::SyntaxError).collect();
+    let syntax_errors: Vec<_> = diagnostics
+        .into_iter()
+        .filter(|d| d.code() == Code::SyntaxError)
+        .collect();
     if !syntax_errors.is_empty() {
         return Err(FormatError::Syntax(syntax_errors));
     }
-    let printer = Printer { file, anchors: anchor_comments(file, &syntax) };
+    let printer = Printer {
+        file,
+        anchors: anchor_comments(file, &syntax),
+    };
     Ok(printer.print(&syntax))
 }
 
@@ -64,21 +70,32 @@ fn anchor_comments(file: &SourceFile, syntax: &SyntaxFile) -> BTreeMap<Anchor, V
     let mut anchors: BTreeMap<Anchor, Vec<Comment>> = BTreeMap::new();
     for comment in &syntax.comments {
         let at = comment.span.start;
-        let anchor = match syntax.items.iter().position(|item| item.span().start <= at && at < item.span().end) {
+        let anchor = match syntax
+            .items
+            .iter()
+            .position(|item| item.span().start <= at && at < item.span().end)
+        {
             Some(index) => match syntax.items.get(index) {
-                Some(Item::Code(block) | Item::Rule(block)) => anchor_in_block(file, index, block, at),
+                Some(Item::Code(block) | Item::Rule(block)) => {
+                    anchor_in_block(file, index, block, at)
+                }
                 _ => Anchor::ItemLeading(index),
             },
             None => match syntax.items.iter().position(|item| item.span().start > at) {
                 Some(next) => {
-                    let previous_end = next.checked_sub(1).and_then(|p| syntax.items.get(p)).map(|item| item.span().end);
+                    let previous_end = next
+                        .checked_sub(1)
+                        .and_then(|p| syntax.items.get(p))
+                        .map(|item| item.span().end);
                     match previous_end {
                         Some(end) if same_line(file, end, at) => Anchor::ItemTrailing(next - 1),
                         _ => Anchor::ItemLeading(next),
                     }
                 }
                 None => match syntax.items.last() {
-                    Some(last) if same_line(file, last.span().end, at) => Anchor::ItemTrailing(syntax.items.len() - 1),
+                    Some(last) if same_line(file, last.span().end, at) => {
+                        Anchor::ItemTrailing(syntax.items.len() - 1)
+                    }
                     _ => Anchor::EndOfFile,
                 },
             },
@@ -92,20 +109,35 @@ fn anchor_in_block(file: &SourceFile, index: usize, block: &Block, at: usize) ->
     if at < block.keyword.start {
         return Anchor::BlockPreKeyword(index);
     }
-    let first_clause_start = block.clauses.first().map_or(block.close.start, |clause| clause.span.start);
+    let first_clause_start = block
+        .clauses
+        .first()
+        .map_or(block.close.start, |clause| clause.span.start);
     if at < first_clause_start && same_line(file, block.name.span.end, at) {
         return Anchor::BlockHeader(index);
     }
-    if let Some(inside) = block.clauses.iter().position(|c| c.span.start <= at && at < c.span.end) {
+    if let Some(inside) = block
+        .clauses
+        .iter()
+        .position(|c| c.span.start <= at && at < c.span.end)
+    {
         return Anchor::ClauseLeading(index, inside);
     }
-    match block.clauses.iter().position(|clause| clause.span.start > at) {
+    match block
+        .clauses
+        .iter()
+        .position(|clause| clause.span.start > at)
+    {
         Some(next) => match next.checked_sub(1).and_then(|p| block.clauses.get(p)) {
-            Some(previous) if same_line(file, previous.span.end, at) => Anchor::ClauseTrailing(index, next - 1),
+            Some(previous) if same_line(file, previous.span.end, at) => {
+                Anchor::ClauseTrailing(index, next - 1)
+            }
             _ => Anchor::ClauseLeading(index, next),
         },
         None => match block.clauses.last() {
-            Some(last) if same_line(file, last.span.end, at) => Anchor::ClauseTrailing(index, block.clauses.len() - 1),
+            Some(last) if same_line(file, last.span.end, at) => {
+                Anchor::ClauseTrailing(index, block.clauses.len() - 1)
+            }
             _ => Anchor::BlockFooter(index),
         },
     }
@@ -145,7 +177,10 @@ impl Printer<'_> {
     }
 
     fn trailing(&self, anchor: Anchor) -> String {
-        self.comments(anchor).iter().map(|comment| format!(" {}", comment.text.trim_end())).collect()
+        self.comments(anchor)
+            .iter()
+            .map(|comment| format!(" {}", comment.text.trim_end()))
+            .collect()
     }
 
     fn text(&self, span: Span) -> &str {
@@ -154,7 +189,12 @@ impl Printer<'_> {
 
     /// Whether the source has a blank line between two offsets.
     fn blank_between(&self, from: usize, to: usize) -> bool {
-        from < to && self.file.text().get(from..to).is_some_and(|gap| gap.matches('\n').count() >= 2)
+        from < to
+            && self
+                .file
+                .text()
+                .get(from..to)
+                .is_some_and(|gap| gap.matches('\n').count() >= 2)
     }
 
     fn print(&self, syntax: &SyntaxFile) -> String {
@@ -185,7 +225,10 @@ impl Printer<'_> {
             self.print_item(&mut out, index, item);
             out.push_str(&self.trailing(Anchor::ItemTrailing(index)));
             out.push('\n');
-            let end = self.comments(Anchor::ItemTrailing(index)).last().map_or(item.span().end, |c| c.span.end);
+            let end = self
+                .comments(Anchor::ItemTrailing(index))
+                .last()
+                .map_or(item.span().end, |c| c.span.end);
             previous = Some((end, is_block));
         }
         for comment in self.comments(Anchor::EndOfFile) {
@@ -204,7 +247,10 @@ impl Printer<'_> {
     fn print_item(&self, out: &mut String, index: usize, item: &Item) {
         match item {
             Item::Header(header) => {
-                out.push_str(&format!("catalogue {} version {}", header.name.source, header.version.source));
+                out.push_str(&format!(
+                    "catalogue {} version {}",
+                    header.name.source, header.version.source
+                ));
             }
             Item::Include(include) => out.push_str(&format!("include {}", include.path.source)),
             Item::Tiers(tiers) => out.push_str(&format!("tiers {}", self.list(&tiers.tiers))),
@@ -222,11 +268,22 @@ impl Printer<'_> {
             out.push_str(comment.text.trim_end());
             out.push('\n');
         }
-        out.push_str(&format!("{keyword} {} {{{}\n", block.name.value, self.trailing(Anchor::BlockHeader(index))));
+        out.push_str(&format!(
+            "{keyword} {} {{{}\n",
+            block.name.value,
+            self.trailing(Anchor::BlockHeader(index))
+        ));
         let mut order: Vec<usize> = (0..block.clauses.len()).collect();
-        order.sort_by_key(|&position| block.clauses.get(position).map_or(u8::MAX, |clause| clause_order(&clause.kind)));
+        order.sort_by_key(|&position| {
+            block
+                .clauses
+                .get(position)
+                .map_or(u8::MAX, |clause| clause_order(&clause.kind))
+        });
         for position in order {
-            let Some(clause) = block.clauses.get(position) else { continue };
+            let Some(clause) = block.clauses.get(position) else {
+                continue;
+            };
             for comment in self.comments(Anchor::ClauseLeading(index, position)) {
                 out.push_str(&format!("    {}\n", comment.text.trim_end()));
             }
@@ -252,7 +309,9 @@ impl Printer<'_> {
             | ClauseKind::Before(name)
             | ClauseKind::After(name) => format!("{keyword} {}", name.value),
             ClauseKind::Rank(int) => format!("{keyword} {}", self.text(int.span)),
-            ClauseKind::Flags(list) | ClauseKind::Timing(list) => format!("{keyword} {}", self.list(list)),
+            ClauseKind::Flags(list) | ClauseKind::Timing(list) => {
+                format!("{keyword} {}", self.list(list))
+            }
             ClauseKind::When(guard) => {
                 let test = match &guard.test {
                     GuardTest::Equals(value) => format!("= {}", self.value(value)),
@@ -261,10 +320,23 @@ impl Printer<'_> {
                 };
                 format!("when {} {test}", guard.field.value)
             }
-            ClauseKind::Match(matcher) | ClauseKind::Unless(matcher) => format!("{keyword} {}", self.matcher(matcher)),
-            ClauseKind::Remediation(Remediation::Token(token)) => format!("remediation {}", token.source),
-            ClauseKind::Remediation(Remediation::Capture { pattern, group, view }) => {
-                format!("remediation capture {} group {}{}", pattern.source, self.text(group.span), self.view(view.as_ref()))
+            ClauseKind::Match(matcher) | ClauseKind::Unless(matcher) => {
+                format!("{keyword} {}", self.matcher(matcher))
+            }
+            ClauseKind::Remediation(Remediation::Token(token)) => {
+                format!("remediation {}", token.source)
+            }
+            ClauseKind::Remediation(Remediation::Capture {
+                pattern,
+                group,
+                view,
+            }) => {
+                format!(
+                    "remediation capture {} group {}{}",
+                    pattern.source,
+                    self.text(group.span),
+                    self.view(view.as_ref())
+                )
             }
             ClauseKind::Example(evidence) | ClauseKind::Counterexample(evidence) => {
                 format!("{keyword} {}", self.evidence(evidence))
@@ -273,28 +345,54 @@ impl Printer<'_> {
     }
 
     fn view(&self, view: Option<&Name>) -> String {
-        view.map(|name| format!(" on {}", name.value)).unwrap_or_default()
+        view.map(|name| format!(" on {}", name.value))
+            .unwrap_or_default()
     }
 
     fn matcher(&self, matcher: &Matcher) -> String {
         let ignore_case = |flag: &Option<Span>| if flag.is_some() { " ignore_case" } else { "" };
         let body = match &matcher.kind {
-            MatcherKind::Regex { pattern, group_equals } => {
+            MatcherKind::Regex {
+                pattern,
+                group_equals,
+            } => {
                 let condition = group_equals
                     .as_ref()
-                    .map(|g| format!(" where group {} == {}", self.text(g.group.span), g.field.value))
+                    .map(|g| {
+                        format!(
+                            " where group {} == {}",
+                            self.text(g.group.span),
+                            g.field.value
+                        )
+                    })
                     .unwrap_or_default();
                 format!("regex {}{condition}", pattern.source)
             }
-            MatcherKind::Prefix { literal, ignore_case: flag, suffix } => {
+            MatcherKind::Prefix {
+                literal,
+                ignore_case: flag,
+                suffix,
+            } => {
                 let bound = suffix
                     .as_ref()
-                    .map(|s| format!(" suffix {}..={} bytes", self.text(s.min.span), self.text(s.max.span)))
+                    .map(|s| {
+                        format!(
+                            " suffix {}..={} bytes",
+                            self.text(s.min.span),
+                            self.text(s.max.span)
+                        )
+                    })
                     .unwrap_or_default();
                 format!("prefix {}{}{bound}", literal.source, ignore_case(flag))
             }
-            MatcherKind::Whole { literal, ignore_case: flag } => format!("whole {}{}", literal.source, ignore_case(flag)),
-            MatcherKind::Contains { literal, ignore_case: flag } => {
+            MatcherKind::Whole {
+                literal,
+                ignore_case: flag,
+            } => format!("whole {}{}", literal.source, ignore_case(flag)),
+            MatcherKind::Contains {
+                literal,
+                ignore_case: flag,
+            } => {
                 format!("contains {}{}", literal.source, ignore_case(flag))
             }
         };
@@ -306,8 +404,10 @@ impl Printer<'_> {
             Evidence::Text(text) => text.source.clone(),
             Evidence::Object { fields, .. } if fields.is_empty() => "{}".to_owned(),
             Evidence::Object { fields, .. } => {
-                let fields: Vec<String> =
-                    fields.iter().map(|field| format!("{}: {}", field.name.value, self.value(&field.value))).collect();
+                let fields: Vec<String> = fields
+                    .iter()
+                    .map(|field| format!("{}: {}", field.name.value, self.value(&field.value)))
+                    .collect();
                 format!("{{ {} }}", fields.join(", "))
             }
         }
@@ -353,6 +453,9 @@ mod tests {
 
     #[test]
     fn syntax_errors_refuse_to_format() {
-        assert!(matches!(format(&SourceFile::new("t.rules", "rule {")), Err(FormatError::Syntax(_))));
+        assert!(matches!(
+            format(&SourceFile::new("t.rules", "rule {")),
+            Err(FormatError::Syntax(_))
+        ));
     }
 }

@@ -91,12 +91,25 @@ fn display(path: &Path) -> String {
 
 /// Loads the catalogue rooted at `root`. Fails only when the root itself cannot be read; every
 /// other problem (syntax, missing or cyclic includes) is a diagnostic.
-pub fn load(root: &Path, sources: &dyn SourceProvider) -> std::io::Result<(LoadedCatalogue, Vec<Diagnostic>)> {
+pub fn load(
+    root: &Path,
+    sources: &dyn SourceProvider,
+) -> std::io::Result<(LoadedCatalogue, Vec<Diagnostic>)> {
     let root = normalize_path(root);
     let text = sources.read(&root)?;
-    let mut loader = Loader { sources, files: Vec::new(), diagnostics: Vec::new(), stack: Vec::new() };
+    let mut loader = Loader {
+        sources,
+        files: Vec::new(),
+        diagnostics: Vec::new(),
+        stack: Vec::new(),
+    };
     loader.visit(root, text);
-    Ok((LoadedCatalogue { files: loader.files }, loader.diagnostics))
+    Ok((
+        LoadedCatalogue {
+            files: loader.files,
+        },
+        loader.diagnostics,
+    ))
 }
 
 struct Loader<'a> {
@@ -122,7 +135,11 @@ impl Loader<'_> {
             .collect();
         let directory = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.stack.push(path.clone());
-        self.files.push(LoadedFile { path, source: Arc::clone(&source), syntax });
+        self.files.push(LoadedFile {
+            path,
+            source: Arc::clone(&source),
+            syntax,
+        });
         for include in includes {
             let target = normalize_path(&directory.join(&include.value));
             if let Some(position) = self.stack.iter().position(|on_stack| *on_stack == target) {
@@ -168,20 +185,33 @@ mod tests {
     fn includes_resolve_relative_to_the_including_file_and_load_once() {
         let mut sources = MemorySources::new();
         sources
-            .insert("cat/catalogue.rules", "include \"a/one.rules\"\ninclude \"two.rules\"\n")
+            .insert(
+                "cat/catalogue.rules",
+                "include \"a/one.rules\"\ninclude \"two.rules\"\n",
+            )
             .insert("cat/a/one.rules", "include \"../two.rules\"\n")
             .insert("cat/two.rules", "provider \"x\"\n");
         let (catalogue, diagnostics) = load(Path::new("cat/catalogue.rules"), &sources).unwrap();
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
-        let names: Vec<_> = catalogue.files.iter().map(|f| f.source.name().to_owned()).collect();
-        assert_eq!(names, ["cat/catalogue.rules", "cat/a/one.rules", "cat/two.rules"]);
+        let names: Vec<_> = catalogue
+            .files
+            .iter()
+            .map(|f| f.source.name().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            ["cat/catalogue.rules", "cat/a/one.rules", "cat/two.rules"]
+        );
     }
 
     #[test]
     fn cycles_and_missing_files_are_diagnostics() {
         let mut sources = MemorySources::new();
         sources
-            .insert("root.rules", "include \"b.rules\"\ninclude \"missing.rules\"\n")
+            .insert(
+                "root.rules",
+                "include \"b.rules\"\ninclude \"missing.rules\"\n",
+            )
             .insert("b.rules", "include \"root.rules\"\n");
         let (_, diagnostics) = load(Path::new("root.rules"), &sources).unwrap();
         let codes: Vec<_> = diagnostics.iter().map(Diagnostic::code).collect();
@@ -191,6 +221,9 @@ mod tests {
 
     #[test]
     fn normalize_keeps_leading_parent_components() {
-        assert_eq!(normalize_path(Path::new("../a/./b/../c")), PathBuf::from("../a/c"));
+        assert_eq!(
+            normalize_path(Path::new("../a/./b/../c")),
+            PathBuf::from("../a/c")
+        );
     }
 }

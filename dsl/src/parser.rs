@@ -25,10 +25,18 @@ const ITEM_KEYWORDS: &[&str] = &["catalogue", "include", "tiers", "provider", "c
 /// Parses one file. Always returns a tree (of the items that parsed) and the syntax
 /// diagnostics found; an empty diagnostic list means the whole file parsed.
 pub fn parse(file: &Arc<SourceFile>) -> (SyntaxFile, Vec<Diagnostic>) {
-    let mut builder = Builder { file, offset: 0, diagnostics: Vec::new(), comments: Vec::new() };
+    let mut builder = Builder {
+        file,
+        offset: 0,
+        diagnostics: Vec::new(),
+        comments: Vec::new(),
+    };
     match RulesParser::parse(Rule::file, file.text()) {
         Ok(mut pairs) => {
-            let items = pairs.next().map(|pair| builder.items(pair)).unwrap_or_default();
+            let items = pairs
+                .next()
+                .map(|pair| builder.items(pair))
+                .unwrap_or_default();
             let comments = std::mem::take(&mut builder.comments);
             (SyntaxFile { items, comments }, builder.diagnostics)
         }
@@ -36,7 +44,9 @@ pub fn parse(file: &Arc<SourceFile>) -> (SyntaxFile, Vec<Diagnostic>) {
             let mut items = Vec::new();
             let mut syntax_errors = 0;
             for (start, end) in item_chunks(file.text()) {
-                let Some(chunk) = file.text().get(start..end) else { continue };
+                let Some(chunk) = file.text().get(start..end) else {
+                    continue;
+                };
                 builder.offset = start;
                 match RulesParser::parse(Rule::file, chunk) {
                     Ok(mut pairs) => {
@@ -53,7 +63,12 @@ pub fn parse(file: &Arc<SourceFile>) -> (SyntaxFile, Vec<Diagnostic>) {
             }
             if syntax_errors == 0 {
                 // The chunking hid the error (it should not); report the whole-file error.
-                builder.diagnostics.push(syntax_error(file, &whole_file_error, 0, file.text().len()));
+                builder.diagnostics.push(syntax_error(
+                    file,
+                    &whole_file_error,
+                    0,
+                    file.text().len(),
+                ));
             }
             let comments = std::mem::take(&mut builder.comments);
             (SyntaxFile { items, comments }, builder.diagnostics)
@@ -69,8 +84,11 @@ fn item_chunks(text: &str) -> Vec<(usize, usize)> {
     for line in text.split_inclusive('\n') {
         let is_doc = line.starts_with("///") && !line.starts_with("////");
         let starts_item = ITEM_KEYWORDS.iter().any(|keyword| {
-            line.strip_prefix(keyword)
-                .is_some_and(|rest| rest.chars().next().is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_')))
+            line.strip_prefix(keyword).is_some_and(|rest| {
+                rest.chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+            })
         });
         if starts_item {
             let start = doc_run_start.unwrap_or(line_start);
@@ -78,7 +96,11 @@ fn item_chunks(text: &str) -> Vec<(usize, usize)> {
                 starts.push(start);
             }
         }
-        doc_run_start = if is_doc { doc_run_start.or(Some(line_start)) } else { None };
+        doc_run_start = if is_doc {
+            doc_run_start.or(Some(line_start))
+        } else {
+            None
+        };
         line_start += line.len();
     }
     let mut chunks = Vec::new();
@@ -161,7 +183,10 @@ fn describe_found(text: &str, offset: usize, chunk_end: usize) -> (String, usize
         };
     };
     if first.is_ascii_alphanumeric() || first == '_' {
-        let word: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).collect();
+        let word: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            .collect();
         return (format!("`{word}`"), word.len());
     }
     if first == '\n' || first == '\r' {
@@ -172,8 +197,14 @@ fn describe_found(text: &str, offset: usize, chunk_end: usize) -> (String, usize
 
 fn unterminated_string_at(text: &str, offset: usize) -> bool {
     let rest = text.get(offset..).unwrap_or("");
-    let body = if let Some(raw) = rest.strip_prefix('r') { raw.trim_start_matches('#') } else { rest };
-    let Some(after_quote) = body.strip_prefix('"') else { return false };
+    let body = if let Some(raw) = rest.strip_prefix('r') {
+        raw.trim_start_matches('#')
+    } else {
+        rest
+    };
+    let Some(after_quote) = body.strip_prefix('"') else {
+        return false;
+    };
     let line = after_quote.split('\n').next().unwrap_or("");
     // Only a plain `"` ends an ordinary string; an escaped one does not.
     let mut escaped = false;
@@ -189,7 +220,12 @@ fn unterminated_string_at(text: &str, offset: usize) -> bool {
     true
 }
 
-fn syntax_error(file: &Arc<SourceFile>, error: &pest::error::Error<Rule>, chunk_start: usize, chunk_end: usize) -> Diagnostic {
+fn syntax_error(
+    file: &Arc<SourceFile>,
+    error: &pest::error::Error<Rule>,
+    chunk_start: usize,
+    chunk_end: usize,
+) -> Diagnostic {
     let local = match error.location {
         pest::error::InputLocation::Pos(pos) => pos,
         pest::error::InputLocation::Span((start, _)) => start,
@@ -200,20 +236,25 @@ fn syntax_error(file: &Arc<SourceFile>, error: &pest::error::Error<Rule>, chunk_
     let string_start = text.get(..offset).and_then(|before| {
         let line_start = before.rfind('\n').map_or(0, |index| index + 1);
         (line_start..=offset).find(|&start| {
-            text.get(start..).is_some_and(|s| s.starts_with('"') || s.starts_with("r\"") || s.starts_with("r#"))
+            text.get(start..)
+                .is_some_and(|s| s.starts_with('"') || s.starts_with("r\"") || s.starts_with("r#"))
                 && unterminated_string_at(text, start)
         })
     });
     if let Some(start) = string_start {
-        let line_end = text.get(start..).and_then(|s| s.find('\n')).map_or(text.len(), |index| start + index);
+        let line_end = text
+            .get(start..)
+            .and_then(|s| s.find('\n'))
+            .map_or(text.len(), |index| start + index);
         return Diagnostic::new(Code::SyntaxError, "unterminated string")
             .primary(file, Span::new(start, line_end), "this string is not closed on its line")
             .help("close the string with `\"` before the end of the line; strings cannot span lines (write `\\n` for a line break)");
     }
     let mut expected: Vec<&str> = match &error.variant {
-        pest::error::ErrorVariant::ParsingError { positives, .. } => {
-            positives.iter().filter_map(|rule| describe_rule(*rule)).collect()
-        }
+        pest::error::ErrorVariant::ParsingError { positives, .. } => positives
+            .iter()
+            .filter_map(|rule| describe_rule(*rule))
+            .collect(),
         pest::error::ErrorVariant::CustomError { .. } => Vec::new(),
     };
     expected.sort_unstable();
@@ -225,7 +266,11 @@ fn syntax_error(file: &Arc<SourceFile>, error: &pest::error::Error<Rule>, chunk_
         [init @ .., last] => format!("{} or {}", init.join(", "), last),
     };
     let is_clause_position = expected.contains(&"`match`") && expected.contains(&"`}`");
-    let expected_text = if is_clause_position { "a clause or `}`".to_owned() } else { expected_text };
+    let expected_text = if is_clause_position {
+        "a clause or `}`".to_owned()
+    } else {
+        expected_text
+    };
     let help = if is_clause_position {
         format!(
             "{found} does not start a clause; a block holds clauses such as `code`, `confidence`, `tier`, `when`, `match` and `example` (see docs/language.md)"
@@ -235,9 +280,16 @@ fn syntax_error(file: &Arc<SourceFile>, error: &pest::error::Error<Rule>, chunk_
     } else {
         format!("write {expected_text} here (see docs/language.md for the syntax)")
     };
-    Diagnostic::new(Code::SyntaxError, format!("expected {expected_text}, found {found}"))
-        .primary(file, Span::new(offset, offset + found_len), format!("unexpected {found}"))
-        .help(help)
+    Diagnostic::new(
+        Code::SyntaxError,
+        format!("expected {expected_text}, found {found}"),
+    )
+    .primary(
+        file,
+        Span::new(offset, offset + found_len),
+        format!("unexpected {found}"),
+    )
+    .help(help)
 }
 
 struct Builder<'a> {
@@ -250,7 +302,9 @@ struct Builder<'a> {
 
 /// The children of a pair that carry meaning (comments are collected separately).
 fn children<'i>(pair: &Pair<'i, Rule>) -> impl Iterator<Item = Pair<'i, Rule>> {
-    pair.clone().into_inner().filter(|child| child.as_rule() != Rule::COMMENT)
+    pair.clone()
+        .into_inner()
+        .filter(|child| child.as_rule() != Rule::COMMENT)
 }
 
 fn effective_end(pair: &Pair<'_, Rule>) -> usize {
@@ -273,13 +327,19 @@ impl Builder<'_> {
     }
 
     fn name(&self, pair: &Pair<'_, Rule>) -> Name {
-        Spanned { value: pair.as_str().to_owned(), span: self.span(pair) }
+        Spanned {
+            value: pair.as_str().to_owned(),
+            span: self.span(pair),
+        }
     }
 
     fn collect_comments(&mut self, pair: &Pair<'_, Rule>) {
         for inner in pair.clone().into_inner().flatten() {
             if inner.as_rule() == Rule::COMMENT {
-                let comment = Comment { text: inner.as_str().trim_end().to_owned(), span: self.span(&inner) };
+                let comment = Comment {
+                    text: inner.as_str().trim_end().to_owned(),
+                    span: self.span(&inner),
+                };
                 self.comments.push(comment);
             }
         }
@@ -294,24 +354,34 @@ impl Builder<'_> {
                 Rule::header => {
                     let mut strings = children(&pair).filter(|p| p.as_rule() == Rule::string);
                     match (strings.next(), strings.next()) {
-                        (Some(name), Some(version)) => {
-                            Item::Header(Header { span, name: self.string(&name), version: self.string(&version) })
-                        }
+                        (Some(name), Some(version)) => Item::Header(Header {
+                            span,
+                            name: self.string(&name),
+                            version: self.string(&version),
+                        }),
                         _ => continue,
                     }
                 }
                 Rule::include => match find(&pair, Rule::string) {
-                    Some(path) => Item::Include(Include { span, path: self.string(&path) }),
+                    Some(path) => Item::Include(Include {
+                        span,
+                        path: self.string(&path),
+                    }),
                     None => continue,
                 },
                 Rule::tiers => match (find(&pair, Rule::kw_tiers), find(&pair, Rule::list)) {
-                    (Some(keyword), Some(list)) => {
-                        Item::Tiers(TiersDecl { span, keyword: self.span(&keyword), tiers: self.list(&list) })
-                    }
+                    (Some(keyword), Some(list)) => Item::Tiers(TiersDecl {
+                        span,
+                        keyword: self.span(&keyword),
+                        tiers: self.list(&list),
+                    }),
                     _ => continue,
                 },
                 Rule::provider => match find(&pair, Rule::string) {
-                    Some(id) => Item::Provider(ProviderDecl { span, id: self.string(&id) }),
+                    Some(id) => Item::Provider(ProviderDecl {
+                        span,
+                        id: self.string(&id),
+                    }),
                     None => continue,
                 },
                 Rule::code_block => match self.block(&pair, Rule::kw_code, Rule::ident) {
@@ -329,19 +399,38 @@ impl Builder<'_> {
         items
     }
 
-    fn block(&mut self, pair: &Pair<'_, Rule>, keyword_rule: Rule, name_rule: Rule) -> Option<Block> {
+    fn block(
+        &mut self,
+        pair: &Pair<'_, Rule>,
+        keyword_rule: Rule,
+        name_rule: Rule,
+    ) -> Option<Block> {
         let keyword = self.span(&find(pair, keyword_rule)?);
         let name = self.name(&find(pair, name_rule)?);
         let close = self.span(&find(pair, Rule::close_brace)?);
         let docs = children(pair)
             .filter(|child| child.as_rule() == Rule::doc)
             .map(|doc| {
-                let text = find(&doc, Rule::doc_text).map(|t| t.as_str().trim_end().to_owned()).unwrap_or_default();
-                Spanned { value: text, span: self.span(&doc) }
+                let text = find(&doc, Rule::doc_text)
+                    .map(|t| t.as_str().trim_end().to_owned())
+                    .unwrap_or_default();
+                Spanned {
+                    value: text,
+                    span: self.span(&doc),
+                }
             })
             .collect();
-        let clauses = children(pair).filter_map(|child| self.clause(&child)).collect();
-        Some(Block { span: self.span(pair), docs, keyword, name, clauses, close })
+        let clauses = children(pair)
+            .filter_map(|child| self.clause(&child))
+            .collect();
+        Some(Block {
+            span: self.span(pair),
+            docs,
+            keyword,
+            name,
+            clauses,
+            close,
+        })
     }
 
     fn clause(&mut self, pair: &Pair<'_, Rule>) -> Option<Clause> {
@@ -365,7 +454,9 @@ impl Builder<'_> {
                 let test = match test_pair.as_rule() {
                     Rule::guard_present => GuardTest::Present(self.span(&test_pair)),
                     Rule::guard_in => GuardTest::In(self.list(&find(&test_pair, Rule::list)?)),
-                    Rule::guard_eq => GuardTest::Equals(self.value(&find(&test_pair, Rule::value)?)?),
+                    Rule::guard_eq => {
+                        GuardTest::Equals(self.value(&find(&test_pair, Rule::value)?)?)
+                    }
                     _ => return None,
                 };
                 ClauseKind::When(Guard { field, test })
@@ -380,8 +471,14 @@ impl Builder<'_> {
                     Rule::capture => {
                         let pattern = self.string(&find(&arg, Rule::string)?);
                         let group = self.int(&find(&find(&arg, Rule::group)?, Rule::int)?);
-                        let view = find(&arg, Rule::view).and_then(|view| find(&view, Rule::ident)).map(|v| self.name(&v));
-                        ClauseKind::Remediation(Remediation::Capture { pattern, group, view })
+                        let view = find(&arg, Rule::view)
+                            .and_then(|view| find(&view, Rule::ident))
+                            .map(|v| self.name(&v));
+                        ClauseKind::Remediation(Remediation::Capture {
+                            pattern,
+                            group,
+                            view,
+                        })
                     }
                     _ => return None,
                 }
@@ -390,12 +487,18 @@ impl Builder<'_> {
             Rule::c_counterexample => ClauseKind::Counterexample(self.evidence(&arg?)?),
             _ => return None,
         };
-        Some(Clause { span, keyword, kind })
+        Some(Clause {
+            span,
+            keyword,
+            kind,
+        })
     }
 
     fn matcher(&mut self, pair: &Pair<'_, Rule>) -> Option<Matcher> {
         let span = self.span(pair);
-        let view = find(pair, Rule::view).and_then(|view| find(&view, Rule::ident)).map(|v| self.name(&v));
+        let view = find(pair, Rule::view)
+            .and_then(|view| find(&view, Rule::ident))
+            .map(|v| self.name(&v));
         let literal = self.string(&find(pair, Rule::string)?);
         let ignore_case = find(pair, Rule::ignore_case).map(|p| self.span(&p));
         let kind = match pair.as_rule() {
@@ -404,25 +507,46 @@ impl Builder<'_> {
                     Some(where_pair) => {
                         let group = self.int(&find(&find(&where_pair, Rule::group)?, Rule::int)?);
                         let field = self.name(&find(&where_pair, Rule::ident)?);
-                        Some(GroupEquals { span: self.span(&where_pair), group, field })
+                        Some(GroupEquals {
+                            span: self.span(&where_pair),
+                            group,
+                            field,
+                        })
                     }
                     None => None,
                 };
-                MatcherKind::Regex { pattern: literal, group_equals }
+                MatcherKind::Regex {
+                    pattern: literal,
+                    group_equals,
+                }
             }
             Rule::m_prefix => {
                 let suffix = match find(pair, Rule::suffix_bytes) {
                     Some(bound) => {
                         let mut ints = children(&bound).filter(|p| p.as_rule() == Rule::int);
                         let (min, max) = (ints.next()?, ints.next()?);
-                        Some(SuffixBytes { span: self.span(&bound), min: self.int(&min), max: self.int(&max) })
+                        Some(SuffixBytes {
+                            span: self.span(&bound),
+                            min: self.int(&min),
+                            max: self.int(&max),
+                        })
                     }
                     None => None,
                 };
-                MatcherKind::Prefix { literal, ignore_case, suffix }
+                MatcherKind::Prefix {
+                    literal,
+                    ignore_case,
+                    suffix,
+                }
             }
-            Rule::m_whole => MatcherKind::Whole { literal, ignore_case },
-            Rule::m_contains => MatcherKind::Contains { literal, ignore_case },
+            Rule::m_whole => MatcherKind::Whole {
+                literal,
+                ignore_case,
+            },
+            Rule::m_contains => MatcherKind::Contains {
+                literal,
+                ignore_case,
+            },
             _ => return None,
         };
         Some(Matcher { span, kind, view })
@@ -439,15 +563,24 @@ impl Builder<'_> {
                     let value = self.value(&find(&field, Rule::value)?)?;
                     fields.push(EvidenceField { name, value });
                 }
-                Some(Evidence::Object { span: self.span(&inner), fields })
+                Some(Evidence::Object {
+                    span: self.span(&inner),
+                    fields,
+                })
             }
             _ => None,
         }
     }
 
     fn list(&mut self, pair: &Pair<'_, Rule>) -> List {
-        let items = children(pair).filter(|p| p.as_rule() == Rule::value).filter_map(|p| self.value(&p)).collect();
-        List { span: self.span(pair), items }
+        let items = children(pair)
+            .filter(|p| p.as_rule() == Rule::value)
+            .filter_map(|p| self.value(&p))
+            .collect();
+        List {
+            span: self.span(pair),
+            items,
+        }
     }
 
     fn value(&mut self, pair: &Pair<'_, Rule>) -> Option<Value> {
@@ -465,9 +598,12 @@ impl Builder<'_> {
         let value = pair.as_str().parse::<i64>().ok();
         if value.is_none() {
             self.diagnostics.push(
-                Diagnostic::new(Code::IntegerOutOfRange, format!("number `{}` is too large", pair.as_str()))
-                    .primary(self.file, span, "does not fit in 64 bits")
-                    .help("use a number between -9223372036854775808 and 9223372036854775807"),
+                Diagnostic::new(
+                    Code::IntegerOutOfRange,
+                    format!("number `{}` is too large", pair.as_str()),
+                )
+                .primary(self.file, span, "does not fit in 64 bits")
+                .help("use a number between -9223372036854775808 and 9223372036854775807"),
             );
         }
         IntLit { value, span }
@@ -479,12 +615,21 @@ impl Builder<'_> {
         let literal = children(pair).next();
         match literal.as_ref().map(Pair::as_rule) {
             Some(Rule::raw_string) => {
-                let hashes = source.get(1..).map_or(0, |rest| rest.len() - rest.trim_start_matches('#').len());
+                let hashes = source
+                    .get(1..)
+                    .map_or(0, |rest| rest.len() - rest.trim_start_matches('#').len());
                 let body_start = 2 + hashes;
                 let body_end = source.len().saturating_sub(1 + hashes);
                 let value = source.get(body_start..body_end).unwrap_or("").to_owned();
-                let offsets = (0..=value.len()).map(|index| span.start + body_start + index).collect();
-                StringLit { value, source, span, offsets }
+                let offsets = (0..=value.len())
+                    .map(|index| span.start + body_start + index)
+                    .collect();
+                StringLit {
+                    value,
+                    source,
+                    span,
+                    offsets,
+                }
             }
             _ => self.decode_normal_string(source, span),
         }
@@ -504,7 +649,9 @@ impl Builder<'_> {
                 value.push(c);
                 continue;
             }
-            let Some((_, escape)) = chars.next() else { break };
+            let Some((_, escape)) = chars.next() else {
+                break;
+            };
             let decoded = match escape {
                 '\\' => Some('\\'),
                 '"' => Some('"'),
@@ -526,14 +673,18 @@ impl Builder<'_> {
                         }
                     }
                     if closed && (1..=6).contains(&digits.len()) {
-                        u32::from_str_radix(&digits, 16).ok().and_then(char::from_u32)
+                        u32::from_str_radix(&digits, 16)
+                            .ok()
+                            .and_then(char::from_u32)
                     } else {
                         None
                     }
                 }
                 _ => None,
             };
-            let escape_end = chars.peek().map_or(span.end - 1, |(next, _)| span.start + 1 + next);
+            let escape_end = chars
+                .peek()
+                .map_or(span.end - 1, |(next, _)| span.start + 1 + next);
             let decoded = decoded.unwrap_or_else(|| {
                 let escape_span = Span::new(at, escape_end);
                 self.diagnostics.push(
@@ -549,7 +700,12 @@ impl Builder<'_> {
             value.push(decoded);
         }
         offsets.push(span.end.saturating_sub(1));
-        StringLit { value, source, span, offsets }
+        StringLit {
+            value,
+            source,
+            span,
+            offsets,
+        }
     }
 }
 
@@ -565,7 +721,10 @@ mod tests {
     fn chunks_start_at_items_and_their_doc_comments() {
         let text = "tiers [a]\n\n/// doc\n/// more\nrule x.v1 {\n}\ncode y {\n}\n";
         let chunks = item_chunks(text);
-        let starts: Vec<&str> = chunks.iter().map(|(s, e)| text[*s..*e].lines().next().unwrap()).collect();
+        let starts: Vec<&str> = chunks
+            .iter()
+            .map(|(s, e)| text[*s..*e].lines().next().unwrap())
+            .collect();
         assert_eq!(starts, ["tiers [a]", "/// doc", "code y {"]);
     }
 
@@ -573,11 +732,15 @@ mod tests {
     fn raw_and_escaped_strings_decode_and_map_offsets() {
         let (file, diagnostics) = parse_text("provider \"a\\tb\"\ninclude r#\"x\"y\"#\n");
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
-        let Item::Provider(provider) = &file.items[0] else { panic!() };
+        let Item::Provider(provider) = &file.items[0] else {
+            panic!()
+        };
         assert_eq!(provider.id.value, "a\tb");
         // `b` is the 4th byte after the opening quote in the source.
         assert_eq!(provider.id.offset_of(2), provider.id.span.start + 4);
-        let Item::Include(include) = &file.items[1] else { panic!() };
+        let Item::Include(include) = &file.items[1] else {
+            panic!()
+        };
         assert_eq!(include.path.value, "x\"y");
     }
 

@@ -17,7 +17,10 @@ pub struct HumanOptions {
 
 impl Default for HumanOptions {
     fn default() -> Self {
-        HumanOptions { color: false, width: 100 }
+        HumanOptions {
+            color: false,
+            width: 100,
+        }
     }
 }
 
@@ -28,19 +31,29 @@ pub fn human(diagnostic: &Diagnostic, options: HumanOptions) -> String {
     } else {
         miette::GraphicalTheme::unicode_nocolor()
     };
-    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(options.width).with_links(false);
+    let handler = miette::GraphicalReportHandler::new_themed(theme)
+        .with_width(options.width)
+        .with_links(false);
     let mut out = String::new();
     let view = MietteView::new(diagnostic);
     if handler.render_report(&mut out, &view).is_err() {
         // The handler only fails when the formatter does; fall back to the bare message.
-        out = format!("{}[{}]: {}\n", diagnostic.severity().as_str(), diagnostic.code(), diagnostic.message());
+        out = format!(
+            "{}[{}]: {}\n",
+            diagnostic.severity().as_str(),
+            diagnostic.code(),
+            diagnostic.message()
+        );
     }
     out
 }
 
 /// Counts errors and warnings.
 pub fn counts(diagnostics: &[Diagnostic]) -> (usize, usize) {
-    let errors = diagnostics.iter().filter(|d| d.severity() == Severity::Error).count();
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity() == Severity::Error)
+        .count();
     (errors, diagnostics.len() - errors)
 }
 
@@ -180,11 +193,15 @@ pub fn sarif(diagnostics: &[Diagnostic], tool_version: &str) -> String {
 }
 
 fn escape_github_data(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_github_property(text: &str) -> String {
-    escape_github_data(text).replace(':', "%3A").replace(',', "%2C")
+    escape_github_data(text)
+        .replace(':', "%3A")
+        .replace(',', "%2C")
 }
 
 /// One GitHub Actions workflow command per diagnostic (`::error file=…,line=…::message`).
@@ -195,11 +212,21 @@ pub fn github(diagnostics: &[Diagnostic]) -> String {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        let mut properties = vec![format!("title={}", escape_github_property(&format!("{} {}", diagnostic.code(), diagnostic.code().slug())))];
+        let mut properties = vec![format!(
+            "title={}",
+            escape_github_property(&format!(
+                "{} {}",
+                diagnostic.code(),
+                diagnostic.code().slug()
+            ))
+        )];
         if let Some(label) = diagnostic.primary_label() {
             let start = label.file().line_column(label.span().start);
             let end = label.file().line_column(label.span().end);
-            properties.insert(0, format!("file={}", escape_github_property(label.file().name())));
+            properties.insert(
+                0,
+                format!("file={}", escape_github_property(label.file().name())),
+            );
             properties.insert(1, format!("line={}", start.line));
             properties.insert(2, format!("col={}", start.column));
             properties.insert(3, format!("endLine={}", end.line));
@@ -210,7 +237,11 @@ pub fn github(diagnostics: &[Diagnostic]) -> String {
             message.push_str("\nhelp: ");
             message.push_str(help);
         }
-        out.push_str(&format!("::{level} {}::{}\n", properties.join(","), escape_github_data(&message)));
+        out.push_str(&format!(
+            "::{level} {}::{}\n",
+            properties.join(","),
+            escape_github_data(&message)
+        ));
     }
     out
 }

@@ -21,7 +21,10 @@ impl Span {
 
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 
     /// Number of bytes covered.
@@ -59,7 +62,11 @@ impl SourceFile {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(index, _)| index + 1))
             .collect();
-        Arc::new(SourceFile { name: name.into(), text, line_starts })
+        Arc::new(SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        })
     }
 
     /// The name the file is shown under.
@@ -85,8 +92,14 @@ impl SourceFile {
             Err(index) => index.saturating_sub(1),
         };
         let line_start = self.line_starts.get(line_index).copied().unwrap_or(0);
-        let column = self.text.get(line_start..offset).map_or(0, |prefix| prefix.chars().count());
-        LineColumn { line: line_index + 1, column: column + 1 }
+        let column = self
+            .text
+            .get(line_start..offset)
+            .map_or(0, |prefix| prefix.chars().count());
+        LineColumn {
+            line: line_index + 1,
+            column: column + 1,
+        }
     }
 }
 
@@ -97,7 +110,9 @@ impl miette::SourceCode for SourceFile {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
-        let contents = self.text.read_span(span, context_lines_before, context_lines_after)?;
+        let contents = self
+            .text
+            .read_span(span, context_lines_before, context_lines_after)?;
         Ok(Box::new(miette::MietteSpanContents::new_named(
             self.name.clone(),
             contents.data(),

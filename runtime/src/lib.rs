@@ -7,4 +7,6 @@
 
 pub mod vocab;
 
-pub use vocab::{Class, Confidence, EvidenceField, Flag, Phase, Scope, Source, TextView, TimingExtractor};
+pub use vocab::{
+    Class, Confidence, EvidenceField, Flag, Phase, Scope, Source, TextView, TimingExtractor,
+};

@@ -72,7 +72,10 @@ vocabulary! {
 impl Phase {
     /// Whether the phase comes before the agent process has started serving prompts.
     pub const fn is_pre_start(self) -> bool {
-        matches!(self, Phase::AuthCheck | Phase::ProcessStart | Phase::SessionInit)
+        matches!(
+            self,
+            Phase::AuthCheck | Phase::ProcessStart | Phase::SessionInit
+        )
     }
 }
 
@@ -179,7 +182,11 @@ mod tests {
 
     #[test]
     fn pre_start_phases_are_the_three_before_prompting() {
-        let pre: Vec<_> = Phase::ALL.iter().filter(|p| p.is_pre_start()).map(|p| p.as_str()).collect();
+        let pre: Vec<_> = Phase::ALL
+            .iter()
+            .filter(|p| p.is_pre_start())
+            .map(|p| p.as_str())
+            .collect();
         assert_eq!(pre, ["auth_check", "process_start", "session_init"]);
     }
 }

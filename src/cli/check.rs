@@ -113,7 +113,11 @@ impl Run {
         let first_line_end = text.find('\n').unwrap_or(text.len());
         let file = SourceFile::new(normalize_path(path).to_string_lossy(), text);
         let root_directory = root.parent().unwrap_or(Path::new(""));
-        let relative = path.strip_prefix(root_directory).unwrap_or(path).to_string_lossy().replace('\\', "/");
+        let relative = path
+            .strip_prefix(root_directory)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/");
         self.diagnostics.push(
             Diagnostic::new(Code::UnreachableFile, format!("`{}` is not included by `{}`", file.name(), root.display()))
                 .primary(&file, Span::new(0, first_line_end), "no `include` reaches this file")
@@ -125,7 +129,8 @@ impl Run {
 fn dedupe(diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.sort_by_key(Diagnostic::sort_key);
     let mut seen = HashSet::new();
-    diagnostics.retain(|diagnostic| seen.insert((diagnostic.sort_key(), diagnostic.message().to_owned())));
+    diagnostics
+        .retain(|diagnostic| seen.insert((diagnostic.sort_key(), diagnostic.message().to_owned())));
 }
 
 pub fn run(args: &Args) -> Exit {
@@ -137,14 +142,20 @@ pub fn run(args: &Args) -> Exit {
             run.check_root(path);
         } else {
             run.io_failures += 1;
-            err(&format!("error: `{}` is not a file or directory", path.display()));
+            err(&format!(
+                "error: `{}` is not a file or directory",
+                path.display()
+            ));
         }
     }
     dedupe(&mut run.diagnostics);
     let (errors, warnings) = render::counts(&run.diagnostics);
     match args.format {
         Format::Human => {
-            let options = render::HumanOptions { color: args.color.enabled(), ..Default::default() };
+            let options = render::HumanOptions {
+                color: args.color.enabled(),
+                ..Default::default()
+            };
             let mut text = String::new();
             for diagnostic in &run.diagnostics {
                 text.push_str(&render::human(diagnostic, options));

@@ -15,18 +15,33 @@ pub fn run(args: &Args) -> Exit {
         None => {
             let mut text = String::new();
             for code in Code::ALL {
-                text.push_str(&format!("{}  {:<8} {:<24} {}\n", code.as_str(), code.severity().as_str(), code.slug(), code.title()));
+                text.push_str(&format!(
+                    "{}  {:<8} {:<24} {}\n",
+                    code.as_str(),
+                    code.severity().as_str(),
+                    code.slug(),
+                    code.title()
+                ));
             }
             out(&text);
             Exit::Clean
         }
         Some(name) => match Code::parse(name) {
             Some(code) => {
-                out(&format!("{} {} ({}): {}\n\n{}\n", code.as_str(), code.slug(), code.severity().as_str(), code.title(), code.doc()));
+                out(&format!(
+                    "{} {} ({}): {}\n\n{}\n",
+                    code.as_str(),
+                    code.slug(),
+                    code.severity().as_str(),
+                    code.title(),
+                    code.doc()
+                ));
                 Exit::Clean
             }
             None => {
-                err(&format!("error: `{name}` is not a diagnostic code; `faultline diagnostic` lists them"));
+                err(&format!(
+                    "error: `{name}` is not a diagnostic code; `faultline diagnostic` lists them"
+                ));
                 Exit::Failure
             }
         },

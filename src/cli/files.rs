@@ -26,7 +26,10 @@ pub fn rules_files(directory: &Path) -> std::io::Result<Vec<PathBuf>> {
             let path = entry?.path();
             if path.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|extension| extension == "rules") {
+            } else if path
+                .extension()
+                .is_some_and(|extension| extension == "rules")
+            {
                 found.push(path);
             }
         }

@@ -59,7 +59,10 @@ pub fn run(args: &Args) -> Exit {
             }
             Err(other) => {
                 unparsable += 1;
-                err(&format!("error: cannot format `{}`: {other}", path.display()));
+                err(&format!(
+                    "error: cannot format `{}`: {other}",
+                    path.display()
+                ));
                 continue;
             }
         };
@@ -70,21 +73,36 @@ pub fn run(args: &Args) -> Exit {
             unformatted += 1;
             let diff = similar::TextDiff::from_lines(source.text(), &formatted);
             let name = path.display().to_string();
-            out(&diff.unified_diff().context_radius(3).header(&name, &format!("{name} (formatted)")).to_string());
+            out(&diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&name, &format!("{name} (formatted)"))
+                .to_string());
         } else {
             match std::fs::write(path, &formatted) {
                 Ok(()) => written += 1,
                 Err(error) => {
                     io_failures += 1;
-                    err(&format!("error: cannot write `{}`: {error}", path.display()));
+                    err(&format!(
+                        "error: cannot write `{}`: {error}",
+                        path.display()
+                    ));
                 }
             }
         }
     }
     if args.check {
-        out(&format!("{} of {} file(s) would be reformatted\n", unformatted, targets.len()));
+        out(&format!(
+            "{} of {} file(s) would be reformatted\n",
+            unformatted,
+            targets.len()
+        ));
     } else {
-        out(&format!("formatted {} of {} file(s)\n", written, targets.len()));
+        out(&format!(
+            "formatted {} of {} file(s)\n",
+            written,
+            targets.len()
+        ));
     }
     if io_failures > 0 {
         Exit::Failure

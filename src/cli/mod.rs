@@ -63,7 +63,9 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+            }
         }
     }
 }
@@ -87,7 +89,11 @@ pub fn run() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            let exit = if error.use_stderr() { Exit::Failure } else { Exit::Clean };
+            let exit = if error.use_stderr() {
+                Exit::Failure
+            } else {
+                Exit::Clean
+            };
             return exit.into();
         }
     };

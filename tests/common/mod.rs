@@ -1,5 +1,8 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code, reason = "each test binary uses a different subset of the helpers")]
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different subset of the helpers"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -11,7 +14,12 @@ pub fn root() -> &'static Path {
 
 /// Runs the `faultline` binary from the repository root.
 pub fn faultline(args: &[&str]) -> Output {
-    assert_cmd::Command::cargo_bin("faultline").unwrap().current_dir(root()).args(args).output().unwrap()
+    assert_cmd::Command::cargo_bin("faultline")
+        .unwrap()
+        .current_dir(root())
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// Standard output as text.
@@ -39,5 +47,8 @@ pub fn rules_files(directory: &str) -> Vec<PathBuf> {
 
 /// A path relative to the repository root, with `/` separators.
 pub fn relative(path: &Path) -> String {
-    path.strip_prefix(root()).unwrap_or(path).to_string_lossy().replace('\\', "/")
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
 }

@@ -1,0 +1,199 @@
+//! The command line: exit codes, output formats and the subcommands, as a user runs them.
+
+mod common;
+
+use common::{faultline, stdout};
+use serde_json::Value;
+
+const MALFORMED: &str = "fixtures/malformed/every-error-in-one-run.rules";
+
+/// (code, underlined text) of every problem in the malformed fixture.
+const MALFORMED_PROBLEMS: &[(&str, &str)] = &[
+    ("FL0005", "\"fixture\""),
+    ("FL0014", "transiant"),
+    ("FL0020", "structurd"),
+    ("FL0013", "rate_limited"),
+    ("FL0019", "\"claude\""),
+    ("FL0027", "("),
+    ("FL0001", "nonsense"),
+    ("FL0033", "text.no_examples.v1"),
+];
+
+#[test]
+fn the_repository_catalogue_checks_clean() {
+    let output = faultline(&["check", "catalogue/"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(stdout(&output).contains("0 errors, 0 warnings"));
+}
+
+#[test]
+fn a_malformed_file_reports_every_error_in_one_run_in_json() {
+    let output = faultline(&["check", MALFORMED, "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let document: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let diagnostics = document["diagnostics"].as_array().unwrap();
+    for (code, text) in MALFORMED_PROBLEMS {
+        let diagnostic = diagnostics
+            .iter()
+            .find(|d| d["code"] == *code && d["labels"][0]["text"] == *text)
+            .unwrap_or_else(|| panic!("no {code} at `{text}` in {diagnostics:#?}"));
+        assert!(diagnostic["start"]["line"].as_u64().unwrap() > 0);
+        assert!(!diagnostic["help"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(document["summary"]["errors"], MALFORMED_PROBLEMS.len());
+}
+
+#[test]
+fn a_malformed_file_reports_every_error_in_one_run_in_sarif() {
+    let output = faultline(&["check", MALFORMED, "--format", "sarif"]);
+    assert_eq!(output.status.code(), Some(1));
+    let log: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(log["version"], "2.1.0");
+    let run = &log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), MALFORMED_PROBLEMS.len());
+    for (code, text) in MALFORMED_PROBLEMS {
+        let result = results
+            .iter()
+            .find(|r| {
+                r["ruleId"] == *code
+                    && r["locations"][0]["physicalLocation"]["region"]["snippet"]["text"] == *text
+            })
+            .unwrap_or_else(|| panic!("no {code} at `{text}`"));
+        let index = result["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index]["id"], *code, "ruleIndex points at the rule");
+        assert!(
+            result["message"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("\nhelp: ")
+        );
+        assert_eq!(
+            result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            MALFORMED
+        );
+    }
+}
+
+#[test]
+fn a_malformed_file_reports_every_error_in_one_run_for_humans_and_github() {
+    let output = faultline(&["check", MALFORMED, "--color", "never"]);
+    assert_eq!(output.status.code(), Some(1));
+    let human = stdout(&output);
+    for (code, _) in MALFORMED_PROBLEMS {
+        assert!(
+            human.contains(&format!("error[{code}]")),
+            "{code} missing from human output"
+        );
+    }
+    assert_eq!(human.matches("help:").count(), MALFORMED_PROBLEMS.len());
+    insta::assert_snapshot!("malformed-human", human);
+
+    let github = stdout(&faultline(&["check", MALFORMED, "--format", "github"]));
+    assert_eq!(github.lines().count(), MALFORMED_PROBLEMS.len());
+    assert!(github.lines().all(|line| {
+        line.starts_with("::error file=fixtures/malformed/every-error-in-one-run.rules,line=")
+    }));
+}
+
+#[test]
+fn warnings_fail_only_with_deny_warnings() {
+    let fixture = "fixtures/diagnostics/FL0035-unreachable-file";
+    assert_eq!(faultline(&["check", fixture]).status.code(), Some(0));
+    assert_eq!(
+        faultline(&["check", fixture, "--deny-warnings"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn usage_and_io_errors_exit_2_and_still_check_the_other_paths() {
+    let output = faultline(&["check", "does/not/exist.rules", "catalogue/"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("`does/not/exist.rules` is not a file or directory")
+    );
+    assert!(
+        stdout(&output).contains("checked 1 catalogue"),
+        "the good path is still checked"
+    );
+    assert_eq!(faultline(&["check"]).status.code(), Some(2));
+    assert_eq!(
+        faultline(&["check", "catalogue/", "--format", "xml"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(faultline(&["--version"]).status.code(), Some(0));
+}
+
+#[test]
+fn fmt_check_passes_on_the_catalogue_and_prints_a_diff_for_unformatted_files() {
+    assert_eq!(
+        faultline(&["fmt", "--check", "catalogue/"]).status.code(),
+        Some(0)
+    );
+
+    let directory = tempdir();
+    let file = directory.join("messy.rules");
+    std::fs::write(&file, "rule a.b.v1 {   code c\n  tier main }\n").unwrap();
+    let path = file.to_str().unwrap();
+    let check = faultline(&["fmt", "--check", path]);
+    assert_eq!(check.status.code(), Some(1));
+    let diff = stdout(&check);
+    assert!(
+        diff.contains("+    code c\n") && diff.contains("-rule a.b.v1 {   code c\n"),
+        "{diff}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "rule a.b.v1 {   code c\n  tier main }\n",
+        "--check never writes"
+    );
+
+    assert_eq!(faultline(&["fmt", path]).status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "rule a.b.v1 {\n    code c\n    tier main\n}\n"
+    );
+    assert_eq!(faultline(&["fmt", "--check", path]).status.code(), Some(0));
+}
+
+#[test]
+fn fmt_refuses_files_with_syntax_errors() {
+    let output = faultline(&[
+        "fmt",
+        "--check",
+        "fixtures/diagnostics/FL0001-syntax-error.rules",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("error[FL0001]"));
+}
+
+#[test]
+fn diagnostic_prints_documentation_by_code_or_name() {
+    let by_code = stdout(&faultline(&["diagnostic", "FL0010"]));
+    assert!(by_code.starts_with("FL0010 duplicate-rule-id (error)"));
+    assert!(by_code.contains("Fix:"));
+    assert_eq!(
+        stdout(&faultline(&["diagnostic", "duplicate-rule-id"])),
+        by_code
+    );
+    let listing = stdout(&faultline(&["diagnostic"]));
+    assert_eq!(listing.lines().count(), faultline_dsl::Code::ALL.len());
+    assert_eq!(faultline(&["diagnostic", "FL9999"]).status.code(), Some(2));
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let directory = std::env::temp_dir().join(format!(
+        "faultline-test-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&directory).unwrap();
+    directory
+}
