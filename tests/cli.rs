@@ -1,5 +1,13 @@
 //! The command line: exit codes, output formats and the subcommands, as a user runs them.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "integration tests report failure by panicking"
+)]
+
 mod common;
 
 use common::{faultline, stdout};

@@ -4,6 +4,14 @@
 //! test runs the CLI on it, checks that every expectation is met by a diagnostic with that code,
 //! a primary label over exactly that text and a help line, and snapshots the human rendering.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "integration tests report failure by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -1,6 +1,14 @@
 //! The language end to end: syntax trees of valid files, and the formatter over every `.rules`
 //! file in the repository (idempotent, comment-preserving, meaning-preserving).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "integration tests report failure by panicking"
+)]
+
 mod common;
 
 use common::{relative, root, rules_files};

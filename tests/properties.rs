@@ -1,6 +1,14 @@
 //! Properties of the front end over generated input: it never panics, whatever the text, and
 //! the formatter is idempotent on everything it accepts.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "integration tests report failure by panicking"
+)]
+
 mod common;
 
 use std::path::Path;
