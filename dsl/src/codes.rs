@@ -290,6 +290,19 @@ pub fn registry_markdown() -> String {
          Every diagnostic faultline prints carries one of these codes. Codes are stable and never\n\
          reused. `faultline diagnostic CODE` prints an entry. Each code has a fixture that triggers it\n\
          in `fixtures/diagnostics/`, named `<CODE>-<what>.rules`.\n\n\
+         ## Output formats\n\n\
+         `faultline check --format FORMAT` renders the same diagnostics four ways:\n\n\
+         - `human` (default): reports with the source underlined, for terminals.\n\
+         - `json`: one document `{\"version\": 1, \"diagnostics\": [...], \"summary\": {\"errors\": N, \"warnings\": N}}`.\n  \
+         Each diagnostic has `code`, `name`, `severity`, `message`, `file`, `start` and `end` (each\n  \
+         `{line, column, offset}`, 1-based lines and character columns, byte offsets), `labels` (each\n  \
+         with `file`, `start`, `end`, the underlined `text`, its `message` and `primary`), `help` and\n  \
+         `notes`.\n\
+         - `sarif`: a SARIF 2.1.0 log; every code is a rule of the `faultline` driver, columns count\n  \
+         Unicode code points, and the help line is part of each result's message.\n\
+         - `github`: one GitHub Actions workflow command per diagnostic, so that findings appear as\n  \
+         annotations on a pull request.\n\n\
+         ## Codes\n\n\
          | Code | Name | Severity | Title |\n|---|---|---|---|\n",
     );
     for code in Code::ALL {
@@ -304,7 +317,7 @@ pub fn registry_markdown() -> String {
     }
     for code in Code::ALL {
         out.push_str(&format!(
-            "\n## {code}\n\n`{slug}` ({severity}): {title}.\n\n{doc}\n",
+            "\n### {code}\n\n`{slug}` ({severity}): {title}.\n\n{doc}\n",
             code = code.as_str(),
             slug = code.slug(),
             severity = code.severity().as_str(),

@@ -5,7 +5,7 @@
 //!   the first error);
 //! - [`load`] follows `include`s from a root file through a [`SourceProvider`] (file I/O stays
 //!   with the caller);
-//! - [`format`] prints a file in canonical form, keeping comments;
+//! - [`format()`] prints a file in canonical form, keeping comments;
 //! - [`Diagnostic`] and [`Code`] are the one diagnostic vocabulary, rendered by [`render`].
 //!
 //! Names are not resolved here: the compiler's checker validates them against the runtime's

@@ -73,7 +73,7 @@ fn label_json(label: &Label) -> Value {
     })
 }
 
-/// One diagnostic as a JSON value (the element type of [`json`]'s `diagnostics` array).
+/// One diagnostic as a JSON value (the element type of [`json()`]'s `diagnostics` array).
 pub fn diagnostic_json(diagnostic: &Diagnostic) -> Value {
     let primary = diagnostic.primary_label();
     json!({

@@ -141,9 +141,9 @@ vocabulary! {
 vocabulary! {
     /// A parser that extracts a reset or retry time from failure text.
     TimingExtractor, "timing extractor" {
-        TryAgainAt = "try_again_at": "\"try again at <date> <time> <zone>\"",
-        ResetsClock = "resets_clock": "\"resets 3pm (<IANA zone>)\"",
-        ResetsIn = "resets_in": "\"resets in 2h 30m\"",
+        TryAgainAt = "try_again_at": "`try again at Dec 3, 2026 3:09 PM UTC`: an explicit zone is mandatory",
+        ResetsClock = "resets_clock": "`resets 3pm (Europe/Paris)`: a clock time in an IANA zone",
+        ResetsIn = "resets_in": "`resets in 2h 30m`: a delay",
     }
 }
 
