@@ -70,35 +70,18 @@ impl Diagnostic {
 
     /// Adds the primary label: the span the diagnostic is about.
     #[must_use]
-    pub fn primary(
-        mut self,
-        file: &Arc<SourceFile>,
-        span: Span,
-        message: impl Into<String>,
-    ) -> Self {
-        self.labels.push(Label {
-            file: Arc::clone(file),
-            span,
-            message: message.into(),
-            primary: true,
-        });
-        self
+    pub fn primary(self, file: &Arc<SourceFile>, span: Span, message: impl Into<String>) -> Self {
+        self.label(file, span, message.into(), true)
     }
 
     /// Adds a secondary label that gives context (e.g. "first defined here").
     #[must_use]
-    pub fn secondary(
-        mut self,
-        file: &Arc<SourceFile>,
-        span: Span,
-        message: impl Into<String>,
-    ) -> Self {
-        self.labels.push(Label {
-            file: Arc::clone(file),
-            span,
-            message: message.into(),
-            primary: false,
-        });
+    pub fn secondary(self, file: &Arc<SourceFile>, span: Span, message: impl Into<String>) -> Self {
+        self.label(file, span, message.into(), false)
+    }
+
+    fn label(mut self, file: &Arc<SourceFile>, span: Span, message: String, primary: bool) -> Self {
+        self.labels.push(Label { file: Arc::clone(file), span, message, primary });
         self
     }
 
