@@ -74,7 +74,19 @@ fn every_fixture_produces_its_expected_diagnostics() {
         let text = fixture_text(&path);
         let expected = expectations(&text);
         assert!(!expected.is_empty(), "{name} states no `// expect` line");
-        let json = faultline(&["check", &name, "--format", "json", "--deny-warnings"]);
+        // A fixture may need a budget lowered to trigger its finding: `// args: --flag value`.
+        let extra: Vec<&str> = text
+            .lines()
+            .find_map(|line| line.strip_prefix("// args: "))
+            .map(|args| args.split_whitespace().collect())
+            .unwrap_or_default();
+        let run = |format: &[&str]| {
+            let mut args = vec!["check", name.as_str()];
+            args.extend(format);
+            args.extend(&extra);
+            faultline(&args)
+        };
+        let json = run(&["--format", "json", "--deny-warnings"]);
         assert_eq!(json.status.code(), Some(1), "{name}: check should fail");
         let document: Value = serde_json::from_str(&stdout(&json)).unwrap();
         let diagnostics = document["diagnostics"].as_array().unwrap();
@@ -106,9 +118,10 @@ fn every_fixture_produces_its_expected_diagnostics() {
                 "{name}: {diagnostic} has no label"
             );
         }
-        let human = faultline(&["check", &name, "--color", "never"]);
+        let human = run(&["--color", "never"]);
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-        insta::assert_snapshot!(stem, stdout(&human));
+        insta::assert_snapshot!(stem.clone(), stdout(&human));
+        insta::assert_json_snapshot!(format!("{stem}.json"), document);
     }
 }
 
@@ -166,6 +179,7 @@ fn no_snapshot_is_orphaned() {
             .strip_prefix("diagnostics__")
             .and_then(|n| n.strip_suffix(".snap"))
         {
+            let stem = stem.strip_suffix(".json").unwrap_or(stem);
             assert!(stems.contains(stem), "snapshot {name} has no fixture");
         }
     }

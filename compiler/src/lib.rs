@@ -1,16 +1,28 @@
-//! The faultline compiler: checks a catalogue and (in later stages) lowers it to automata.
+//! The faultline compiler: from a checked catalogue to a verified bundle.
 //!
 //! Pipeline: `.rules` source → syntax tree (`faultline-dsl`) → checked catalogue ([`check`],
-//! [`ir`]) → priority order and collision analysis → automata → bundle. Each stage reports in
-//! the one diagnostic vocabulary of `faultline_dsl::Code`.
+//! [`ir`]) → effective priority order ([`priority`]) → automata and bundle ([`lower`], written
+//! by the runtime's bundle writer) → inline examples run through the reloaded bundle and
+//! collision analysis over the automata ([`analysis`]). [`Compiler`] runs it all; each stage
+//! reports in the one diagnostic vocabulary of `faultline_dsl::Code`.
 //!
-//! - [`check`] resolves names against the runtime's vocabularies and validates every value;
 //! - [`pattern`] validates regexes and lowers them to RE2 semantics (ASCII `\b`, `\d`, `\s`,
-//!   `\w`), the form every engine compiles.
+//!   `\w`), the form every engine compiles;
+//! - [`literals`] derives each rule's required words for the runtime prefilter;
+//! - [`reference`] is the simplest possible evaluation of a catalogue, the twin the compiled
+//!   bundle is tested against.
 
+pub mod analysis;
 mod check;
+mod compile;
 pub mod ir;
+pub mod literals;
+pub mod lower;
 pub mod pattern;
+pub mod priority;
 mod suggest;
 
+pub use analysis::AnalysisBudget;
 pub use check::{Checked, MAX_EXCERPT_BYTES, MAX_RANK, check};
+pub use compile::{Compilation, Compiler, example_evidence, manifest_hash};
+pub use lower::Budget;

@@ -274,6 +274,59 @@ diagnostic_codes! {
     ///
     /// Fix: include it from the root file, or delete it.
     UnreachableFile = "0035", "unreachable-file", Warning, "file not included by the catalogue";
+    /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
+    /// message lists the cycle; the labels show each relation on it.
+    ///
+    /// Fix: remove one relation of the cycle or change a rank.
+    PriorityCycle = "0101", "priority-cycle", Error, "priority cycle";
+    /// Two rules of the same tier that neither ranks nor relations order can both fire on one
+    /// piece of evidence and give different outcomes (code, class, confidence or scope). The
+    /// witness is the shortest such evidence, verified by the compiled classifier.
+    ///
+    /// Fix: declare which wins (`before`/`after` or ranks), or narrow one rule so that the
+    /// witness no longer fires it.
+    Tie = "0102", "tie", Error, "unordered rules collide";
+    /// A rule can never win: on every piece of evidence it fires on, a higher-priority rule
+    /// fires too. The labels name the covering rules.
+    ///
+    /// Fix: delete the rule, or move it above the rules that shadow it.
+    ShadowedRule = "0103", "shadowed-rule", Error, "rule can never win";
+    /// A rule fires on no evidence at all: its guards contradict each other, or its matchers
+    /// cannot hold together, or its vetoes cover everything its matchers accept.
+    ///
+    /// Fix: correct the matcher or guard that makes it unsatisfiable, or delete the rule.
+    DeadRule = "0104", "dead-rule", Error, "rule fires on nothing";
+    /// An `unless` veto never matches where its rule's matchers do, so it never vetoes
+    /// anything; or it vetoes every text its rule's matchers accept.
+    ///
+    /// Fix: correct the veto, or delete it.
+    DeadVeto = "0105", "dead-veto", Error, "veto is dead";
+    /// Two rules of one tier have signatures that match the same span of text: every text the
+    /// second matches there, the first matches too. Redundant signatures drift apart over time.
+    ///
+    /// Fix: keep one signature, or make them disjoint.
+    SameSpanOverlap = "0106", "same-span-overlap", Warning, "signatures overlap";
+    /// An inline `example` does not classify as its rule when run through the compiled bundle,
+    /// or a `counterexample` fires its rule. The message shows what won instead.
+    ///
+    /// Fix: correct the rule, the example, or the priority that let another rule win.
+    ExampleFailed = "0107", "example-failed", Error, "inline example fails";
+    /// The collision analysis of a pair of rules exceeded its budget (states explored), so it
+    /// could not prove they never collide; the pair is treated as colliding.
+    ///
+    /// Fix: order the two rules explicitly, or raise the budget with `--analysis-budget`.
+    AnalysisBudget = "0108", "analysis-budget", Error, "analysis budget exceeded";
+    /// A pattern's deterministic automaton exceeds the size budget even alone, after bounded
+    /// gaps were widened for the automaton (and confirmed exactly at runtime).
+    ///
+    /// Fix: simplify the pattern (large Unicode classes and nested bounded repetitions are the
+    /// usual cause), or raise the budget.
+    AutomatonTooLarge = "0109", "automaton-too-large", Error, "automaton exceeds its size budget";
+    /// No rule fires on every piece of evidence, so some evidence would classify as nothing.
+    /// Classification must always return a result.
+    ///
+    /// Fix: add a catch-all rule in the last tier: no `when`, no `match`, low confidence.
+    NoCatchAll = "0110", "no-catch-all", Error, "no catch-all rule";
 }
 
 impl std::fmt::Display for Code {

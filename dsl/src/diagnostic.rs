@@ -81,7 +81,12 @@ impl Diagnostic {
     }
 
     fn label(mut self, file: &Arc<SourceFile>, span: Span, message: String, primary: bool) -> Self {
-        self.labels.push(Label { file: Arc::clone(file), span, message, primary });
+        self.labels.push(Label {
+            file: Arc::clone(file),
+            span,
+            message,
+            primary,
+        });
         self
     }
 

@@ -39,10 +39,13 @@ pub struct Args {
     /// Colour human output.
     #[arg(long, value_enum, default_value_t)]
     color: ColorChoice,
+    #[command(flatten)]
+    budgets: super::Budgets,
 }
 
 #[derive(Default)]
 struct Run {
+    compiler: faultline_compiler::Compiler,
     diagnostics: Vec<Diagnostic>,
     catalogues: usize,
     rules: usize,
@@ -53,11 +56,20 @@ impl Run {
     fn check_root(&mut self, root: &Path) -> Option<HashSet<PathBuf>> {
         match load(root, &FileSystem) {
             Ok((loaded, diagnostics)) => {
+                let syntax_errors = diagnostics.iter().any(Diagnostic::is_error);
                 self.diagnostics.extend(diagnostics);
-                let checked = faultline_compiler::check(&loaded);
-                self.diagnostics.extend(checked.diagnostics);
+                // With syntax errors, only the front end runs: priority, automata and analysis
+                // of a partly parsed catalogue would report consequences, not causes.
+                let (diagnostics, rules) = if syntax_errors {
+                    let checked = faultline_compiler::check(&loaded);
+                    (checked.diagnostics, checked.catalogue.rules.len())
+                } else {
+                    let compilation = self.compiler.compile(&loaded);
+                    (compilation.diagnostics, compilation.catalogue.rules.len())
+                };
+                self.diagnostics.extend(diagnostics);
                 self.catalogues += 1;
-                self.rules += checked.catalogue.rules.len();
+                self.rules += rules;
                 Some(loaded.files.iter().map(|file| file.path.clone()).collect())
             }
             Err(error) => {
@@ -134,7 +146,10 @@ fn dedupe(diagnostics: &mut Vec<Diagnostic>) {
 }
 
 pub fn run(args: &Args) -> Exit {
-    let mut run = Run::default();
+    let mut run = Run {
+        compiler: args.budgets.compiler(),
+        ..Run::default()
+    };
     for path in &args.paths {
         if path.is_dir() {
             run.check_directory(path);

@@ -70,6 +70,36 @@ impl ColorChoice {
     }
 }
 
+/// Budgets of the compiler, shared by the subcommands that compile.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Budgets {
+    /// Largest size of one DFA in the bundle, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = faultline_compiler::Budget::default().view_dfa_bytes)]
+    dfa_budget: usize,
+    /// Product states one collision-analysis query may explore.
+    #[arg(long, value_name = "STATES", default_value_t = faultline_compiler::AnalysisBudget::default().max_states)]
+    analysis_budget: usize,
+}
+
+impl Budgets {
+    /// A compiler configured with these budgets.
+    pub fn compiler(&self) -> faultline_compiler::Compiler {
+        let defaults = faultline_compiler::Budget::default();
+        let budget = faultline_compiler::Budget {
+            view_dfa_bytes: self.dfa_budget,
+            pattern_dfa_bytes: defaults.pattern_dfa_bytes.min(self.dfa_budget),
+            ..defaults
+        };
+        let analysis = faultline_compiler::AnalysisBudget {
+            max_states: self.analysis_budget,
+            ..Default::default()
+        };
+        faultline_compiler::Compiler::new()
+            .budget(budget)
+            .analysis_budget(analysis)
+    }
+}
+
 /// Writes to standard output; a closed pipe is not an error worth a panic.
 pub fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();

@@ -1,0 +1,261 @@
+//! The whole pipeline for one catalogue: check, order, lower, write and reload the bundle,
+//! then verify the inline examples and analyse collisions against the compiled classifier.
+
+use faultline_dsl::{Code, Diagnostic, LoadedCatalogue};
+use faultline_runtime::{Bundle, Evidence};
+use sha2::{Digest, Sha256};
+
+use crate::analysis::{self, AnalysisBudget};
+use crate::ir::{Catalogue, Example, ExampleEvidence, RuleDef};
+use crate::lower::{self, Budget, PatternReport};
+use crate::priority::{self, Priority};
+
+/// Compiler configuration: the automaton and analysis budgets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Compiler {
+    budget: Budget,
+    analysis: AnalysisBudget,
+}
+
+/// Everything one compilation produced.
+#[derive(Debug)]
+pub struct Compilation {
+    /// The checked catalogue (partial when there are errors).
+    pub catalogue: Catalogue,
+    /// The effective order, when the catalogue checked clean enough to have one.
+    pub priority: Option<Priority>,
+    /// Every finding, sorted by file and position.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The bundle, when there are no errors.
+    pub bundle: Option<Vec<u8>>,
+    /// How each pattern was lowered.
+    pub patterns: Vec<PatternReport>,
+}
+
+impl Compilation {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// The evidence an example stands for.
+pub fn example_evidence(evidence: &ExampleEvidence) -> Evidence {
+    Evidence {
+        phase: evidence.phase,
+        provider_id: evidence.provider_id.clone(),
+        source: evidence.source,
+        exit_code: evidence.exit_code,
+        http_status: evidence.http_status,
+        reset_hint: evidence.reset_hint.clone(),
+        stderr: evidence.stderr.clone(),
+        stdout: evidence.stdout.clone(),
+        managed_runtime_package_spec: evidence.managed_runtime_package_spec.clone(),
+    }
+}
+
+/// SHA-256 over every source file, in load order: name, NUL, text, NUL.
+pub fn manifest_hash(loaded: &LoadedCatalogue) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for file in &loaded.files {
+        hasher.update(file.source.name().as_bytes());
+        hasher.update([0]);
+        hasher.update(file.source.text().as_bytes());
+        hasher.update([0]);
+    }
+    hasher.finalize().into()
+}
+
+fn is_catch_all(rule: &RuleDef) -> bool {
+    let guards = &rule.guards;
+    guards.phase.is_none()
+        && guards.provider_id.is_none()
+        && guards.source.is_none()
+        && guards.http_status.is_none()
+        && guards.exit_code.is_none()
+        && guards.present.is_empty()
+        && rule.matchers.is_empty()
+        && rule.vetoes.is_empty()
+        && !matches!(
+            rule.remediation,
+            Some(crate::ir::RemediationSpec::Capture { .. })
+        )
+}
+
+impl Compiler {
+    /// A compiler with the default budgets.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the automaton size budget.
+    #[must_use]
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Sets the collision-analysis budget.
+    #[must_use]
+    pub fn analysis_budget(mut self, analysis: AnalysisBudget) -> Self {
+        self.analysis = analysis;
+        self
+    }
+
+    /// Runs the whole pipeline. Loading diagnostics are the caller's.
+    pub fn compile(&self, loaded: &LoadedCatalogue) -> Compilation {
+        let checked = crate::check(loaded);
+        let mut diagnostics = checked.diagnostics;
+        let catalogue = checked.catalogue;
+        if diagnostics.iter().any(Diagnostic::is_error) {
+            return Compilation {
+                catalogue,
+                priority: None,
+                diagnostics,
+                bundle: None,
+                patterns: Vec::new(),
+            };
+        }
+        let (priority, cycles) = priority::order(&catalogue);
+        diagnostics.extend(cycles);
+        let catch_all = priority
+            .order
+            .iter()
+            .filter_map(|&i| catalogue.rules.get(i))
+            .find(|rule| is_catch_all(rule));
+        if catch_all.is_none() {
+            let mut diagnostic =
+                Diagnostic::new(Code::NoCatchAll, "no rule fires on every piece of evidence");
+            if let Some(last) = priority.order.last().and_then(|&i| catalogue.rules.get(i)) {
+                diagnostic = diagnostic.primary(
+                    &last.origin.file,
+                    last.origin.span,
+                    "the lowest-priority rule has guards or matchers",
+                );
+            } else if let Some(file) = loaded.files.first() {
+                diagnostic = diagnostic.primary(
+                    &file.source,
+                    faultline_dsl::Span::new(0, 0),
+                    "the catalogue has no rules",
+                );
+            }
+            diagnostics.push(diagnostic.help(
+                "add a catch-all rule in the last tier: no `when`, no `match`, confidence low",
+            ));
+        }
+        let mut compilation = Compilation {
+            catalogue,
+            priority: None,
+            diagnostics: Vec::new(),
+            bundle: None,
+            patterns: Vec::new(),
+        };
+        if diagnostics.iter().any(Diagnostic::is_error) {
+            compilation.priority = Some(priority);
+            compilation.diagnostics = sorted(diagnostics);
+            return compilation;
+        }
+        let lowered = match lower::lower(&compilation.catalogue, &priority, &self.budget) {
+            Ok(lowered) => lowered,
+            Err(errors) => {
+                diagnostics.extend(errors);
+                compilation.priority = Some(priority);
+                compilation.diagnostics = sorted(diagnostics);
+                return compilation;
+            }
+        };
+        compilation.patterns = lowered.patterns.clone();
+        let bytes = lower::write_bundle(&compilation.catalogue, &lowered, manifest_hash(loaded));
+        let bundle = match bytes
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|b| Bundle::from_bytes(b).map_err(|e| e.to_string()))
+        {
+            Ok(bundle) => bundle,
+            Err(error) => {
+                diagnostics.push(Diagnostic::new(
+                    Code::AutomatonTooLarge,
+                    format!("the compiled bundle does not load: {error}"),
+                ));
+                compilation.priority = Some(priority);
+                compilation.diagnostics = sorted(diagnostics);
+                return compilation;
+            }
+        };
+        diagnostics.extend(check_examples(&compilation.catalogue, &bundle));
+        diagnostics.extend(analysis::analyze(
+            &compilation.catalogue,
+            &priority,
+            &bundle,
+            &self.analysis,
+        ));
+        compilation.priority = Some(priority);
+        compilation.bundle = bytes
+            .ok()
+            .filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
+        compilation.diagnostics = sorted(diagnostics);
+        compilation
+    }
+}
+
+fn sorted(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    diagnostics.sort_by_key(Diagnostic::sort_key);
+    diagnostics
+}
+
+fn describe(evidence: &Evidence) -> String {
+    serde_json::to_string(evidence).unwrap_or_default()
+}
+
+/// Runs every inline example through the compiled bundle.
+fn check_examples(catalogue: &Catalogue, bundle: &Bundle) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    for rule in &catalogue.rules {
+        let run = |example: &Example| {
+            let evidence = example_evidence(&example.evidence);
+            let (classification, trace) = bundle.classify_traced(&evidence);
+            let own_step = trace
+                .steps
+                .iter()
+                .find(|(id, _)| *id == rule.id)
+                .map(|(_, what)| what.clone())
+                .unwrap_or_default();
+            (evidence, classification, own_step)
+        };
+        for example in &rule.examples {
+            let (evidence, classification, own_step) = run(example);
+            if classification.rule != rule.id {
+                let why = if own_step == "fired" {
+                    format!(
+                        "`{}` fired but `{}` outranks it",
+                        rule.id, classification.rule
+                    )
+                } else {
+                    format!(
+                        "`{}` {own_step}; `{}` won with `{}`",
+                        rule.id, classification.rule, classification.code
+                    )
+                };
+                diagnostics.push(
+                    Diagnostic::new(Code::ExampleFailed, format!("example does not classify as `{}`", rule.id))
+                        .primary(&example.origin.file, example.origin.span, why)
+                        .note(format!("evidence: {}", describe(&evidence)))
+                        .note(format!("sanitized text: {:?}", classification.excerpt))
+                        .help("correct the rule or the example; if another rule rightly wins, declare the order with `before`/`after`"),
+                );
+            }
+        }
+        for example in &rule.counterexamples {
+            let (evidence, classification, own_step) = run(example);
+            if own_step == "fired" {
+                diagnostics.push(
+                    Diagnostic::new(Code::ExampleFailed, format!("counterexample fires `{}`", rule.id))
+                        .primary(&example.origin.file, example.origin.span, format!("`{}` fires on this (the winner is `{}`)", rule.id, classification.rule))
+                        .note(format!("evidence: {}", describe(&evidence)))
+                        .help("narrow the rule (anchor it, or add an `unless` veto), or correct the counterexample"),
+                );
+            }
+        }
+    }
+    diagnostics
+}

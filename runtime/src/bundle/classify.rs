@@ -1,0 +1,553 @@
+//! Classification: guards, a one-pass literal prefilter, one overlapping DFA pass per text view
+//! (plus exact confirmation of the few over-approximated patterns), then the first rule in
+//! priority order that fires.
+
+use std::cell::OnceCell;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind as AcMatchKind};
+use regex::Regex;
+use regex_automata::dfa::{Automaton as _, dense};
+use regex_automata::{Input, PatternSet};
+
+use super::BundleError;
+use super::model::{
+    CatalogueModel, GuardsEntry, MatcherEntry, MatcherKindEntry, RemediationEntry, RuleEntry,
+};
+use crate::evidence::{Classification, Evidence};
+use crate::sanitize;
+use crate::vocab::{EvidenceField, TextView};
+
+/// The UTF-8 encodings of the two non-ASCII characters whose simple case folding reaches ASCII
+/// letters (KELVIN SIGN → k, LATIN SMALL LETTER LONG S → s).
+const NON_ASCII_FOLDS: [&[u8]; 2] = ["\u{212A}".as_bytes(), "\u{017F}".as_bytes()];
+
+/// What happened to each rule during one classification, in priority order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// (rule id, what happened), for every rule in priority order.
+    pub steps: Vec<(String, String)>,
+    /// Whether each rule fired (the first one that did won).
+    pub fired: Vec<bool>,
+}
+
+impl Trace {
+    /// Whether the rule with this id fired.
+    pub fn fired(&self, rule: &str) -> bool {
+        self.steps
+            .iter()
+            .zip(&self.fired)
+            .any(|((id, _), fired)| id == rule && *fired)
+    }
+}
+
+#[derive(Debug)]
+struct ViewEngine {
+    view: TextView,
+    dfas: Vec<usize>,
+    /// Per global pattern: (position of its DFA in `dfas`, pattern id there, exact regex if the
+    /// DFA over-approximates it or captures are needed).
+    patterns: Vec<(usize, usize, Option<Regex>)>,
+}
+
+#[derive(Debug)]
+pub(super) struct Engine {
+    dfas: Vec<dense::DFA<Vec<u32>>>,
+    views: Vec<ViewEngine>,
+    prefilter: Option<AhoCorasick>,
+    /// Per prefilter literal: the rules it admits.
+    literal_rules: Vec<Vec<usize>>,
+    /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
+    fold_rules: Vec<usize>,
+    /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
+    rule_regexes: Vec<RuleRegexes>,
+}
+
+#[derive(Debug, Default)]
+struct RuleRegexes {
+    /// For each matcher then veto: a regex for `ignore_case` prefix/whole literals.
+    literal: Vec<Option<Regex>>,
+    remediation: Option<Regex>,
+}
+
+fn compile(pattern: &str) -> Result<Regex, BundleError> {
+    Regex::new(pattern)
+        .map_err(|error| BundleError::malformed(format!("pattern `{pattern}`: {error}")))
+}
+
+fn literal_regex(matcher: &MatcherEntry) -> Result<Option<Regex>, BundleError> {
+    match &matcher.kind {
+        MatcherKindEntry::Prefix {
+            literal,
+            ignore_case: true,
+            ..
+        } => compile(&format!(r"(?i)\A(?:{})", regex::escape(literal))).map(Some),
+        MatcherKindEntry::Whole {
+            literal,
+            ignore_case: true,
+        } => compile(&format!(r"(?i)\A(?:{})\z", regex::escape(literal))).map(Some),
+        _ => Ok(None),
+    }
+}
+
+impl Engine {
+    pub(super) fn new(
+        model: &CatalogueModel,
+        dfas: Vec<dense::DFA<Vec<u32>>>,
+    ) -> Result<Engine, BundleError> {
+        let mut views = Vec::new();
+        for view in &model.views {
+            let dfa_indices: Vec<usize> = view
+                .dfas
+                .iter()
+                .map(|dfa| dfa.section as usize - 1)
+                .collect();
+            let needs_captures = |index: usize| {
+                model.rules.iter().flat_map(|rule| rule.matchers.iter().chain(&rule.vetoes)).any(|matcher| {
+                    matcher.view == view.view
+                        && matches!(matcher.kind, MatcherKindEntry::Pattern { pattern, group_equals: Some(_) } if pattern as usize == index)
+                })
+            };
+            let mut patterns = Vec::new();
+            for (index, pattern) in view.patterns.iter().enumerate() {
+                let exact = if pattern.approximate || needs_captures(index) {
+                    Some(compile(&pattern.pattern)?)
+                } else {
+                    None
+                };
+                patterns.push((pattern.dfa as usize, pattern.dfa_pattern as usize, exact));
+            }
+            views.push(ViewEngine {
+                view: view.view,
+                dfas: dfa_indices,
+                patterns,
+            });
+        }
+        let mut literal_rules = Vec::new();
+        let mut fold_rules = Vec::new();
+        for literal in &model.literals {
+            literal_rules.push(literal.rules.iter().map(|rule| *rule as usize).collect());
+            if literal.folds_beyond_ascii {
+                fold_rules.extend(literal.rules.iter().map(|rule| *rule as usize));
+            }
+        }
+        let prefilter = if model.literals.is_empty() {
+            None
+        } else {
+            let builder = AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .match_kind(AcMatchKind::Standard)
+                .build(
+                    model
+                        .literals
+                        .iter()
+                        .map(|literal| literal.literal.as_bytes()),
+                );
+            Some(builder.map_err(|error| BundleError::malformed(format!("prefilter: {error}")))?)
+        };
+        let mut rule_regexes = Vec::new();
+        for rule in &model.rules {
+            let mut regexes = RuleRegexes::default();
+            for matcher in rule.matchers.iter().chain(&rule.vetoes) {
+                regexes.literal.push(literal_regex(matcher)?);
+            }
+            if let Some(RemediationEntry::Capture { pattern, .. }) = &rule.remediation {
+                regexes.remediation = Some(compile(pattern)?);
+            }
+            rule_regexes.push(regexes);
+        }
+        Ok(Engine {
+            dfas,
+            views,
+            prefilter,
+            literal_rules,
+            fold_rules,
+            rule_regexes,
+        })
+    }
+
+    pub(super) fn automaton_sizes(&self) -> Vec<(TextView, usize)> {
+        self.views
+            .iter()
+            .flat_map(|view| {
+                view.dfas.iter().map(move |dfa| {
+                    (
+                        view.view,
+                        self.dfas.get(*dfa).map_or(0, |d| d.memory_usage()),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Which gated rules the prefilter admits.
+    fn admitted(&self, raw: &str, rule_count: usize) -> Vec<bool> {
+        let mut admitted = vec![false; rule_count];
+        let Some(prefilter) = &self.prefilter else {
+            return admitted;
+        };
+        for found in prefilter.find_overlapping_iter(raw) {
+            for rule in self
+                .literal_rules
+                .get(found.pattern().as_usize())
+                .into_iter()
+                .flatten()
+            {
+                if let Some(slot) = admitted.get_mut(*rule) {
+                    *slot = true;
+                }
+            }
+        }
+        if !self.fold_rules.is_empty()
+            && NON_ASCII_FOLDS
+                .iter()
+                .any(|needle| contains_bytes(raw.as_bytes(), needle))
+        {
+            for rule in &self.fold_rules {
+                if let Some(slot) = admitted.get_mut(*rule) {
+                    *slot = true;
+                }
+            }
+        }
+        admitted
+    }
+
+    pub(super) fn classify(
+        &self,
+        model: &CatalogueModel,
+        catalogue_version: &str,
+        evidence: &Evidence,
+        mut trace: Option<&mut Trace>,
+    ) -> Classification {
+        let raw = evidence.raw_text();
+        let texts = Texts {
+            raw: &raw,
+            sanitized: OnceCell::new(),
+        };
+        let matched: Vec<OnceCell<Vec<bool>>> =
+            self.views.iter().map(|_| OnceCell::new()).collect();
+        let needs_prefilter = model.rules.iter().any(|rule| rule.gated);
+        let admitted = if needs_prefilter {
+            self.admitted(&raw, model.rules.len())
+        } else {
+            Vec::new()
+        };
+        let mut winner = None;
+        for (index, rule) in model.rules.iter().enumerate() {
+            let outcome = self.evaluate(index, rule, evidence, &texts, &matched, &admitted);
+            let fired = matches!(outcome, Outcome::Fired(_));
+            if let Some(trace) = trace.as_deref_mut() {
+                trace.steps.push((rule.id.clone(), outcome.describe()));
+                trace.fired.push(fired);
+            }
+            if let (Outcome::Fired(remediation), None) = (outcome, &winner) {
+                winner = Some((rule, remediation));
+                // A trace evaluates every rule, so it can say what else fired or was vetoed.
+                if trace.is_none() {
+                    break;
+                }
+            }
+        }
+        let excerpt = texts.sanitized().to_owned();
+        // A validated bundle ends with a catch-all rule, so a winner always exists; the last
+        // rule stands in if it ever does not.
+        let (rule, remediation) = match winner {
+            Some(found) => found,
+            None => match model.rules.last() {
+                Some(last) => (last, None),
+                None => return unclassified(catalogue_version, excerpt),
+            },
+        };
+        let Some(code) = model.codes.get(rule.code as usize) else {
+            return unclassified(catalogue_version, excerpt);
+        };
+        let remediation = remediation.or_else(|| match &rule.remediation {
+            Some(RemediationEntry::Token(token)) => Some(token.clone()),
+            _ => code.remediation.clone(),
+        });
+        Classification {
+            code: code.name.clone(),
+            class: code.class,
+            confidence: rule.confidence,
+            scope: rule.scope,
+            rule: rule.id.clone(),
+            catalogue_version: catalogue_version.to_owned(),
+            auto_retryable: code.auto_retryable,
+            fallback_allowed: code.fallback_allowed,
+            user_action: code.user_action,
+            excerpt,
+            remediation,
+        }
+    }
+
+    fn evaluate(
+        &self,
+        index: usize,
+        rule: &RuleEntry,
+        evidence: &Evidence,
+        texts: &Texts<'_>,
+        matched: &[OnceCell<Vec<bool>>],
+        admitted: &[bool],
+    ) -> Outcome {
+        if let Some(field) = failed_guard(&rule.guards, evidence) {
+            return Outcome::Guard(field);
+        }
+        if !rule.matchers.is_empty() && rule.gated && !admitted.get(index).copied().unwrap_or(false)
+        {
+            return Outcome::Prefiltered;
+        }
+        let regexes = self.rule_regexes.get(index);
+        for (position, matcher) in rule.matchers.iter().enumerate() {
+            let literal = regexes
+                .and_then(|r| r.literal.get(position))
+                .and_then(Option::as_ref);
+            if !self.holds(matcher, literal, evidence, texts, matched) {
+                return Outcome::NoMatch(position);
+            }
+        }
+        for (position, veto) in rule.vetoes.iter().enumerate() {
+            let literal = regexes
+                .and_then(|r| r.literal.get(rule.matchers.len() + position))
+                .and_then(Option::as_ref);
+            if self.holds(veto, literal, evidence, texts, matched) {
+                return Outcome::Vetoed(position);
+            }
+        }
+        match (
+            &rule.remediation,
+            regexes.and_then(|r| r.remediation.as_ref()),
+        ) {
+            (Some(RemediationEntry::Capture { group, view, .. }), Some(regex)) => {
+                let captured = regex
+                    .captures(texts.get(*view))
+                    .and_then(|captures| captures.get(*group as usize))
+                    .map(|group| group.as_str().to_owned());
+                match captured {
+                    Some(value) => Outcome::Fired(Some(value)),
+                    None => Outcome::NoCapture,
+                }
+            }
+            _ => Outcome::Fired(None),
+        }
+    }
+
+    fn holds(
+        &self,
+        matcher: &MatcherEntry,
+        literal: Option<&Regex>,
+        evidence: &Evidence,
+        texts: &Texts<'_>,
+        matched: &[OnceCell<Vec<bool>>],
+    ) -> bool {
+        let text = texts.get(matcher.view);
+        match &matcher.kind {
+            MatcherKindEntry::Pattern {
+                pattern,
+                group_equals,
+            } => {
+                let Some(view_index) = self.views.iter().position(|view| view.view == matcher.view)
+                else {
+                    return false;
+                };
+                let (Some(view), Some(cell)) =
+                    (self.views.get(view_index), matched.get(view_index))
+                else {
+                    return false;
+                };
+                let set = cell.get_or_init(|| self.match_view(view, text));
+                if !set.get(*pattern as usize).copied().unwrap_or(false) {
+                    return false;
+                }
+                match group_equals {
+                    None => true,
+                    Some((group, field)) => {
+                        let Some(expected) = text_field(evidence, *field) else {
+                            return false;
+                        };
+                        let exact = view
+                            .patterns
+                            .get(*pattern as usize)
+                            .and_then(|(_, _, exact)| exact.as_ref());
+                        exact.is_some_and(|regex| {
+                            regex.captures_iter(text).any(|captures| {
+                                captures
+                                    .get(*group as usize)
+                                    .is_some_and(|g| g.as_str() == expected)
+                            })
+                        })
+                    }
+                }
+            }
+            MatcherKindEntry::Prefix {
+                literal: prefix,
+                ignore_case,
+                suffix,
+            } => {
+                let trimmed = text.trim();
+                let rest = match (ignore_case, literal) {
+                    (true, Some(regex)) => regex
+                        .find(trimmed)
+                        .and_then(|found| trimmed.get(found.end()..)),
+                    _ => trimmed.strip_prefix(prefix.as_str()),
+                };
+                let Some(rest) = rest else { return false };
+                let rest_len = rest.trim().len();
+                suffix.is_none_or(|(min, max)| (min as usize..=max as usize).contains(&rest_len))
+            }
+            MatcherKindEntry::Whole {
+                literal: whole,
+                ignore_case,
+            } => {
+                let trimmed = text.trim();
+                match (ignore_case, literal) {
+                    (true, Some(regex)) => regex.is_match(trimmed),
+                    _ => trimmed == whole,
+                }
+            }
+        }
+    }
+
+    /// One overlapping pass of each DFA of a view; over-approximated hits are confirmed.
+    fn match_view(&self, view: &ViewEngine, text: &str) -> Vec<bool> {
+        let mut sets = Vec::with_capacity(view.dfas.len());
+        for dfa_index in &view.dfas {
+            let Some(dfa) = self.dfas.get(*dfa_index) else {
+                sets.push(PatternSet::new(0));
+                continue;
+            };
+            let mut set = PatternSet::new(dfa.pattern_len());
+            // The DFAs are built without quit bytes, so the search cannot fail; were it to, no
+            // pattern counts as matched and lower-priority rules decide.
+            let _ = dfa.try_which_overlapping_matches(&Input::new(text), &mut set);
+            sets.push(set);
+        }
+        view.patterns
+            .iter()
+            .map(|(dfa, dfa_pattern, exact)| {
+                let hit = sets.get(*dfa).is_some_and(|set| {
+                    regex_automata::PatternID::new(*dfa_pattern).is_ok_and(|id| set.contains(id))
+                });
+                hit && exact.as_ref().is_none_or(|regex| regex.is_match(text))
+            })
+            .collect()
+    }
+}
+
+struct Texts<'a> {
+    raw: &'a str,
+    sanitized: OnceCell<String>,
+}
+
+impl Texts<'_> {
+    fn sanitized(&self) -> &str {
+        self.sanitized
+            .get_or_init(|| sanitize::diagnostic(self.raw))
+    }
+
+    fn get(&self, view: TextView) -> &str {
+        match view {
+            TextView::Raw => self.raw,
+            TextView::Sanitized => self.sanitized(),
+        }
+    }
+}
+
+enum Outcome {
+    Guard(EvidenceField),
+    Prefiltered,
+    NoMatch(usize),
+    Vetoed(usize),
+    NoCapture,
+    Fired(Option<String>),
+}
+
+impl Outcome {
+    fn describe(&self) -> String {
+        match self {
+            Outcome::Guard(field) => format!("guard on `{field}` does not hold"),
+            Outcome::Prefiltered => "none of its literals occurs (prefilter)".to_owned(),
+            Outcome::NoMatch(index) => format!("matcher {} does not match", index + 1),
+            Outcome::Vetoed(index) => format!("vetoed by `unless` {}", index + 1),
+            Outcome::NoCapture => "remediation capture found nothing".to_owned(),
+            Outcome::Fired(_) => "fired".to_owned(),
+        }
+    }
+}
+
+fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+fn text_field(evidence: &Evidence, field: EvidenceField) -> Option<&str> {
+    match field {
+        EvidenceField::ProviderId => evidence.provider_id.as_deref(),
+        EvidenceField::ResetHint => evidence.reset_hint.as_deref(),
+        EvidenceField::Stderr => evidence.stderr.as_deref(),
+        EvidenceField::Stdout => evidence.stdout.as_deref(),
+        EvidenceField::ManagedRuntimePackageSpec => {
+            evidence.managed_runtime_package_spec.as_deref()
+        }
+        EvidenceField::Phase
+        | EvidenceField::Source
+        | EvidenceField::ExitCode
+        | EvidenceField::HttpStatus => None,
+    }
+}
+
+fn present(evidence: &Evidence, field: EvidenceField) -> bool {
+    match field {
+        EvidenceField::Phase => evidence.phase.is_some(),
+        EvidenceField::Source => evidence.source.is_some(),
+        EvidenceField::ExitCode => evidence.exit_code.is_some(),
+        EvidenceField::HttpStatus => evidence.http_status.is_some(),
+        other => text_field(evidence, other).is_some_and(|text| !text.is_empty()),
+    }
+}
+
+fn allowed<T: PartialEq>(allowed: &Option<Vec<T>>, value: Option<&T>) -> bool {
+    match allowed {
+        None => true,
+        Some(values) => value.is_some_and(|value| values.contains(value)),
+    }
+}
+
+/// The first guard that does not hold, if any.
+fn failed_guard(guards: &GuardsEntry, evidence: &Evidence) -> Option<EvidenceField> {
+    if !allowed(&guards.phase, evidence.phase.as_ref()) {
+        return Some(EvidenceField::Phase);
+    }
+    if !allowed(&guards.provider_id, evidence.provider_id.as_ref()) {
+        return Some(EvidenceField::ProviderId);
+    }
+    if !allowed(&guards.source, evidence.source.as_ref()) {
+        return Some(EvidenceField::Source);
+    }
+    if !allowed(&guards.http_status, evidence.http_status.as_ref()) {
+        return Some(EvidenceField::HttpStatus);
+    }
+    if !allowed(&guards.exit_code, evidence.exit_code.as_ref()) {
+        return Some(EvidenceField::ExitCode);
+    }
+    guards
+        .present
+        .iter()
+        .copied()
+        .find(|field| !present(evidence, *field))
+}
+
+fn unclassified(catalogue_version: &str, excerpt: String) -> Classification {
+    Classification {
+        code: "agent_runtime_error".to_owned(),
+        class: crate::vocab::Class::Unclassified,
+        confidence: crate::vocab::Confidence::Low,
+        scope: crate::vocab::Scope::Session,
+        rule: "faultline.empty_catalogue".to_owned(),
+        catalogue_version: catalogue_version.to_owned(),
+        auto_retryable: false,
+        fallback_allowed: false,
+        user_action: false,
+        excerpt,
+        remediation: None,
+    }
+}

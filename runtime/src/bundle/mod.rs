@@ -1,0 +1,315 @@
+//! Compiled rule bundles: the file format, its validated loader, and classification.
+//!
+//! A bundle is untrusted input. [`Bundle::from_bytes`] checks the framing (magic, versions,
+//! endianness, content hash, section table), decodes the catalogue model and validates every
+//! index in it, deserializes every DFA with regex-automata's checked deserializer, and compiles
+//! the exact patterns; any failure is a typed [`BundleError`], never a panic.
+
+mod classify;
+pub mod model;
+pub mod wire;
+
+use regex_automata::dfa::dense;
+
+pub use classify::Trace;
+use model::{CatalogueModel, MatcherEntry, MatcherKindEntry, RemediationEntry};
+pub use wire::Header;
+
+use crate::sanitize::REDACTION_VERSION;
+
+/// Why a bundle could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BundleError {
+    /// The input ends before a field it must hold.
+    #[error("the bundle is truncated: {needed} bytes needed, {len} present")]
+    Truncated {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes present.
+        len: usize,
+    },
+    /// The input does not start with the bundle magic.
+    #[error("not a faultline bundle (bad magic bytes)")]
+    BadMagic,
+    /// The bundle needs a newer reader.
+    #[error(
+        "the bundle (format {format_version}) needs reader version {min_reader_version}; this reader is version {reader_version}"
+    )]
+    TooNew {
+        /// The bundle's format version.
+        format_version: u16,
+        /// The reader version it needs.
+        min_reader_version: u16,
+        /// This reader's version.
+        reader_version: u16,
+    },
+    /// The bundle is older than this reader supports.
+    #[error(
+        "the bundle's format version {format_version} is older than the oldest readable, {oldest_readable}; rebuild it"
+    )]
+    TooOld {
+        /// The bundle's format version.
+        format_version: u16,
+        /// The oldest format this reader reads.
+        oldest_readable: u16,
+    },
+    /// The content hash does not match: the file is corrupt.
+    #[error("the bundle's content hash does not match its contents (corrupted file)")]
+    HashMismatch,
+    /// The automata were serialized by an incompatible regex-automata.
+    #[error(
+        "the automata were serialized by regex-automata {bundle}; this runtime reads {runtime}.x"
+    )]
+    RegexAutomataVersion {
+        /// The bundle's version.
+        bundle: String,
+        /// The family this runtime reads.
+        runtime: &'static str,
+    },
+    /// The catalogue was checked with other redaction rules than this runtime applies.
+    #[error("the bundle was checked with redaction `{bundle}`; this runtime applies `{runtime}`")]
+    RedactionVersion {
+        /// The bundle's redaction version.
+        bundle: String,
+        /// This runtime's.
+        runtime: &'static str,
+    },
+    /// A DFA section failed regex-automata's validation.
+    #[error("automaton section {section} is invalid: {message}")]
+    Automaton {
+        /// The section index.
+        section: usize,
+        /// What regex-automata reported.
+        message: String,
+    },
+    /// Anything else that is inconsistent.
+    #[error("the bundle is malformed: {0}")]
+    Malformed(String),
+}
+
+impl BundleError {
+    fn malformed(what: impl Into<String>) -> Self {
+        BundleError::Malformed(what.into())
+    }
+}
+
+/// A loaded, validated bundle, ready to classify. `Send + Sync`: share one per process.
+#[derive(Debug)]
+pub struct Bundle {
+    header: Header,
+    model: CatalogueModel,
+    engine: classify::Engine,
+}
+
+impl Bundle {
+    /// Loads a bundle, validating everything.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let raw = wire::read(bytes)?;
+        let (model_bytes, dfa_sections) = raw
+            .sections
+            .split_first()
+            .ok_or_else(|| BundleError::malformed("no sections"))?;
+        let model: CatalogueModel = postcard::from_bytes(model_bytes)
+            .map_err(|error| BundleError::malformed(format!("catalogue model: {error}")))?;
+        if model.redaction_version != REDACTION_VERSION {
+            return Err(BundleError::RedactionVersion {
+                bundle: model.redaction_version,
+                runtime: REDACTION_VERSION,
+            });
+        }
+        let mut dfas = Vec::with_capacity(dfa_sections.len());
+        for (index, section) in dfa_sections.iter().enumerate() {
+            dfas.push(load_dfa(index + 1, section)?);
+        }
+        validate_model(&model, &dfas)?;
+        let engine = classify::Engine::new(&model, dfas)?;
+        Ok(Bundle {
+            header: raw.header,
+            model,
+            engine,
+        })
+    }
+
+    /// Writes a bundle from its parts (the compiler's emitter). Deterministic.
+    pub fn write(
+        header: &Header,
+        model: &CatalogueModel,
+        dfas: &[Vec<u8>],
+    ) -> Result<Vec<u8>, BundleError> {
+        let model_bytes = postcard::to_allocvec(model)
+            .map_err(|error| BundleError::malformed(format!("catalogue model: {error}")))?;
+        let mut sections = Vec::with_capacity(dfas.len() + 1);
+        sections.push(model_bytes);
+        sections.extend(dfas.iter().cloned());
+        wire::write(header, &sections)
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The catalogue model.
+    pub fn model(&self) -> &CatalogueModel {
+        &self.model
+    }
+
+    /// Sizes of the DFAs, in bytes, per view and DFA.
+    pub fn automaton_sizes(&self) -> Vec<(crate::TextView, usize)> {
+        self.engine.automaton_sizes()
+    }
+
+    /// Classifies one piece of evidence. Always returns a classification.
+    pub fn classify(&self, evidence: &crate::Evidence) -> crate::Classification {
+        self.engine
+            .classify(&self.model, &self.header.catalogue_version, evidence, None)
+    }
+
+    /// Classifies and records, for every rule in priority order, whether it fired and if not
+    /// why (a guard, the prefilter, a matcher, a veto).
+    pub fn classify_traced(&self, evidence: &crate::Evidence) -> (crate::Classification, Trace) {
+        let mut trace = Trace::default();
+        let classification = self.engine.classify(
+            &self.model,
+            &self.header.catalogue_version,
+            evidence,
+            Some(&mut trace),
+        );
+        (classification, trace)
+    }
+}
+
+fn load_dfa(section: usize, bytes: &[u8]) -> Result<dense::DFA<Vec<u32>>, BundleError> {
+    // regex-automata reads transitions as u32s: copy into 4-aligned memory first.
+    let mut aligned = vec![0u32; bytes.len().div_ceil(4)];
+    let view: &mut [u8] = bytemuck::cast_slice_mut(&mut aligned);
+    if let Some(target) = view.get_mut(..bytes.len()) {
+        target.copy_from_slice(bytes);
+    }
+    let view: &[u8] = bytemuck::cast_slice(&aligned);
+    let (dfa, read) =
+        dense::DFA::from_bytes(view.get(..bytes.len()).unwrap_or_default()).map_err(|error| {
+            BundleError::Automaton {
+                section,
+                message: error.to_string(),
+            }
+        })?;
+    if read != bytes.len() {
+        return Err(BundleError::Automaton {
+            section,
+            message: format!("{} trailing bytes", bytes.len() - read),
+        });
+    }
+    Ok(dfa.to_owned())
+}
+
+fn validate_matcher(
+    model: &CatalogueModel,
+    matcher: &MatcherEntry,
+    rule: &str,
+) -> Result<(), BundleError> {
+    if let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind {
+        let view = model.views.iter().find(|view| view.view == matcher.view);
+        let known = view.is_some_and(|view| (pattern as usize) < view.patterns.len());
+        if !known {
+            return Err(BundleError::malformed(format!(
+                "rule `{rule}` refers to pattern {pattern} of a view without it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn validate_model(
+    model: &CatalogueModel,
+    dfas: &[dense::DFA<Vec<u32>>],
+) -> Result<(), BundleError> {
+    use regex_automata::dfa::Automaton as _;
+    for rule in &model.rules {
+        if rule.code as usize >= model.codes.len() || rule.tier as usize >= model.tiers.len() {
+            return Err(BundleError::malformed(format!(
+                "rule `{}` refers to a missing code or tier",
+                rule.id
+            )));
+        }
+        for matcher in rule.matchers.iter().chain(&rule.vetoes) {
+            validate_matcher(model, matcher, &rule.id)?;
+        }
+        if let Some(RemediationEntry::Capture { group, .. }) = &rule.remediation
+            && *group == 0
+        {
+            return Err(BundleError::malformed(format!(
+                "rule `{}` captures group 0",
+                rule.id
+            )));
+        }
+    }
+    let catch_all = model.rules.last().is_some_and(|rule| {
+        rule.guards == model::GuardsEntry::default()
+            && rule.matchers.is_empty()
+            && rule.vetoes.is_empty()
+            && !matches!(rule.remediation, Some(RemediationEntry::Capture { .. }))
+    });
+    if !catch_all {
+        return Err(BundleError::malformed(
+            "the last rule is not a catch-all, so some evidence would classify as nothing",
+        ));
+    }
+    let mut used_sections = vec![false; dfas.len()];
+    for view in &model.views {
+        for dfa in &view.dfas {
+            let index = (dfa.section as usize)
+                .checked_sub(1)
+                .filter(|index| *index < dfas.len());
+            let Some(index) = index else {
+                return Err(BundleError::malformed(format!(
+                    "view `{}` refers to missing section {}",
+                    view.view, dfa.section
+                )));
+            };
+            let automaton = dfas
+                .get(index)
+                .ok_or_else(|| BundleError::malformed("missing automaton"))?;
+            if automaton.pattern_len() != dfa.pattern_count as usize {
+                return Err(BundleError::malformed(format!(
+                    "section {} has {} patterns, the model says {}",
+                    dfa.section,
+                    automaton.pattern_len(),
+                    dfa.pattern_count
+                )));
+            }
+            if let Some(used) = used_sections.get_mut(index) {
+                *used = true;
+            }
+        }
+        for pattern in &view.patterns {
+            let dfa = view.dfas.get(pattern.dfa as usize);
+            if dfa.is_none_or(|dfa| pattern.dfa_pattern >= dfa.pattern_count) {
+                return Err(BundleError::malformed(format!(
+                    "pattern `{}` refers to a missing automaton pattern",
+                    pattern.pattern
+                )));
+            }
+        }
+    }
+    if used_sections.iter().any(|used| !used) {
+        return Err(BundleError::malformed(
+            "an automaton section is not used by any view",
+        ));
+    }
+    for literal in &model.literals {
+        if literal.literal.is_empty()
+            || literal
+                .rules
+                .iter()
+                .any(|rule| *rule as usize >= model.rules.len())
+        {
+            return Err(BundleError::malformed(format!(
+                "prefilter literal `{}` is empty or refers to a missing rule",
+                literal.literal
+            )));
+        }
+    }
+    Ok(())
+}

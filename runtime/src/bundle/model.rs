@@ -1,0 +1,191 @@
+//! The catalogue as a bundle carries it: rules in effective priority order, their matchers,
+//! the automata's pattern tables and the prefilter's literals.
+
+use serde::{Deserialize, Serialize};
+
+use crate::vocab::{
+    Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor,
+};
+
+/// Everything in a bundle except the automata's bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogueModel {
+    /// The redaction rules the catalogue was checked with.
+    pub redaction_version: String,
+    /// Tier names, highest priority first.
+    pub tiers: Vec<String>,
+    /// Declared codes.
+    pub codes: Vec<CodeEntry>,
+    /// Rules in effective priority order: the first that fires wins.
+    pub rules: Vec<RuleEntry>,
+    /// One entry per text view that any rule reads.
+    pub views: Vec<ViewEntry>,
+    /// Prefilter: literals (ASCII-lowercase) of which a gated rule needs at least one.
+    pub literals: Vec<LiteralEntry>,
+}
+
+/// A declared code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeEntry {
+    /// Name.
+    pub name: String,
+    /// Class.
+    pub class: Class,
+    /// Flags.
+    pub auto_retryable: bool,
+    /// Flags.
+    pub fallback_allowed: bool,
+    /// Flags.
+    pub user_action: bool,
+    /// Default scope.
+    pub scope: Scope,
+    /// Remediation token.
+    pub remediation: Option<String>,
+}
+
+/// A rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleEntry {
+    /// Stable id.
+    pub id: String,
+    /// Doc comment.
+    pub doc: String,
+    /// Index into [`CatalogueModel::codes`].
+    pub code: u32,
+    /// Confidence.
+    pub confidence: Confidence,
+    /// Scope.
+    pub scope: Scope,
+    /// Index into [`CatalogueModel::tiers`].
+    pub tier: u32,
+    /// Structured guards.
+    pub guards: GuardsEntry,
+    /// All must hold.
+    pub matchers: Vec<MatcherEntry>,
+    /// None may hold.
+    pub vetoes: Vec<MatcherEntry>,
+    /// Timing extractors.
+    pub timing: Vec<TimingExtractor>,
+    /// Remediation.
+    pub remediation: Option<RemediationEntry>,
+    /// Whether the prefilter may skip this rule when none of its literals occurs.
+    pub gated: bool,
+    /// Number of inline examples and counterexamples the compiler verified.
+    pub verified_examples: u32,
+}
+
+/// Structured guards; `None` means any value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardsEntry {
+    /// Allowed phases.
+    pub phase: Option<Vec<Phase>>,
+    /// Allowed provider ids.
+    pub provider_id: Option<Vec<String>>,
+    /// Allowed sources.
+    pub source: Option<Vec<Source>>,
+    /// Allowed HTTP statuses.
+    pub http_status: Option<Vec<u16>>,
+    /// Allowed exit codes.
+    pub exit_code: Option<Vec<i32>>,
+    /// Fields that must be present.
+    pub present: Vec<EvidenceField>,
+}
+
+/// A text matcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatcherEntry {
+    /// The view it reads.
+    pub view: TextView,
+    /// What it tests.
+    pub kind: MatcherKindEntry,
+}
+
+/// What a text matcher tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MatcherKindEntry {
+    /// A pattern of the view's automata.
+    Pattern {
+        /// Index into the view's [`ViewEntry::patterns`].
+        pattern: u32,
+        /// `where group N == field`.
+        group_equals: Option<(u32, EvidenceField)>,
+    },
+    /// Trimmed text starts with a literal; the trimmed rest has a byte length in bounds.
+    Prefix {
+        /// Literal.
+        literal: String,
+        /// Case-insensitive.
+        ignore_case: bool,
+        /// Inclusive byte bounds.
+        suffix: Option<(u32, u32)>,
+    },
+    /// Trimmed text equals a literal.
+    Whole {
+        /// Literal.
+        literal: String,
+        /// Case-insensitive.
+        ignore_case: bool,
+    },
+}
+
+/// How a remediation is obtained.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RemediationEntry {
+    /// A fixed token.
+    Token(String),
+    /// A capture group of a pattern over a view; vetoes the rule when absent.
+    Capture {
+        /// The pattern (lowered syntax).
+        pattern: String,
+        /// The group.
+        group: u32,
+        /// The view.
+        view: TextView,
+    },
+}
+
+/// The automata of one text view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewEntry {
+    /// The view.
+    pub view: TextView,
+    /// The patterns; their order is their global index in the view.
+    pub patterns: Vec<PatternEntry>,
+    /// Number of DFAs (sections) of this view, in bundle order.
+    pub dfas: Vec<DfaEntry>,
+}
+
+/// A pattern of a view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternEntry {
+    /// The pattern (lowered syntax), exactly as it must match.
+    pub pattern: String,
+    /// The DFA (index into [`ViewEntry::dfas`]) and its pattern id there.
+    pub dfa: u32,
+    /// Pattern id inside that DFA.
+    pub dfa_pattern: u32,
+    /// The DFA holds an over-approximation (bounded gaps widened): a DFA match must be
+    /// confirmed by the exact pattern.
+    pub approximate: bool,
+}
+
+/// One DFA of a view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DfaEntry {
+    /// Index of the bundle section holding its bytes.
+    pub section: u32,
+    /// Number of patterns it was built from.
+    pub pattern_count: u32,
+}
+
+/// A prefilter literal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiteralEntry {
+    /// ASCII-lowercase literal of `[a-z0-9_]`.
+    pub literal: String,
+    /// The literal contains `k` or `s`, which case-insensitive patterns also match as U+212A
+    /// and U+017F: text holding either character passes the prefilter for it.
+    pub folds_beyond_ascii: bool,
+    /// Rules (indices into [`CatalogueModel::rules`]) it admits.
+    pub rules: Vec<u32>,
+}
