@@ -20,6 +20,7 @@ pub mod literals;
 pub mod lower;
 pub mod pattern;
 pub mod priority;
+pub mod reference;
 mod suggest;
 
 pub use analysis::AnalysisBudget;

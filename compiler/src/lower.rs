@@ -346,6 +346,7 @@ pub fn lower(
                         dfa: position as u32,
                         dfa_pattern: dfa_pattern as u32,
                         approximate: p.approximate,
+                        alone_bytes: p.alone_bytes as u64,
                     });
                 }
             }

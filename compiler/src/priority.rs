@@ -369,6 +369,34 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
                 tier(loser_tier)
             )
         }
+        Comparison::Chain(chain)
+            if chain
+                .iter()
+                .all(|(_, _, edge)| matches!(edge, Edge::Rank(..))) =>
+        {
+            let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
+                return format!("`{}` and `{}` are the same rule", name(a), name(b));
+            };
+            let rank = |i: usize| {
+                catalogue
+                    .rules
+                    .get(i)
+                    .and_then(|r| r.rank)
+                    .unwrap_or_default()
+            };
+            format!(
+                "`{}` wins over `{}`: same tier `{}`, and rank {} is lower than rank {}",
+                name(first.0),
+                name(last.1),
+                catalogue
+                    .rules
+                    .get(first.0)
+                    .map(|r| tier(r.tier))
+                    .unwrap_or_default(),
+                rank(first.0),
+                rank(last.1)
+            )
+        }
         Comparison::Chain(chain) => {
             let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
                 return format!("`{}` and `{}` are the same rule", name(a), name(b));

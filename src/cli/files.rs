@@ -42,3 +42,12 @@ pub fn rules_files(directory: &Path) -> std::io::Result<Vec<PathBuf>> {
 pub fn describe_io(path: &Path, error: &std::io::Error) -> String {
     format!("error: cannot read `{}`: {error}", path.display())
 }
+
+/// The root file of a catalogue given as a directory (its `catalogue.rules`) or a file.
+pub fn catalogue_root(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join(ROOT_FILE)
+    } else {
+        path.to_path_buf()
+    }
+}

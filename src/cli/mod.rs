@@ -4,10 +4,13 @@ use std::io::Write as _;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod build;
 mod check;
 mod diagnostic;
 mod files;
 mod fmt;
+mod inspect;
+mod order;
 
 /// What a run of `faultline` ended with. The numbers are documented in the README.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +44,12 @@ enum Command {
     Check(check::Args),
     /// Format `.rules` files canonically, in place (or check that they are).
     Fmt(fmt::Args),
+    /// Compile a catalogue into a bundle file.
+    Build(build::Args),
+    /// Show what a bundle holds: header, automata sizes, effective order.
+    Inspect(inspect::Args),
+    /// Print the effective priority order, or explain how two rules are ordered.
+    Order(order::Args),
     /// Print the documentation of a diagnostic code, or list every code.
     Diagnostic(diagnostic::Args),
 }
@@ -130,6 +139,9 @@ pub fn run() -> std::process::ExitCode {
     let exit = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => fmt::run(&args),
+        Command::Build(args) => build::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Order(args) => order::run(&args),
         Command::Diagnostic(args) => diagnostic::run(&args),
     };
     exit.into()

@@ -167,6 +167,8 @@ pub struct PatternEntry {
     /// The DFA holds an over-approximation (bounded gaps widened): a DFA match must be
     /// confirmed by the exact pattern.
     pub approximate: bool,
+    /// Size of the pattern's DFA built alone, in bytes (for `faultline inspect`).
+    pub alone_bytes: u64,
 }
 
 /// One DFA of a view.

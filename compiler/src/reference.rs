@@ -1,0 +1,182 @@
+//! The reference interpreter: the simplest possible evaluation of a checked catalogue, the way
+//! the reference system classifies — every rule a `regex::Regex`, tried one after another in
+//! effective priority order. It shares nothing with the compiled path but the redaction tiers
+//! and the effective order, and exists to be compared with it: the compiled bundle must agree
+//! with it on every input.
+
+use faultline_runtime::{Evidence, EvidenceField, TextView, sanitize};
+use regex::Regex;
+
+use crate::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
+use crate::priority::Priority;
+
+/// A catalogue ready for reference evaluation.
+#[derive(Debug)]
+pub struct Reference {
+    rules: Vec<(RuleDef, Vec<Option<Regex>>, Option<Regex>)>,
+}
+
+fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
+    match &matcher.kind {
+        MatcherKind::Regex { lowered, .. } => Regex::new(lowered).map(Some),
+        MatcherKind::Contains {
+            literal,
+            ignore_case,
+        } => Regex::new(&format!(
+            "{}{}",
+            if *ignore_case { "(?i)" } else { "" },
+            regex::escape(literal)
+        ))
+        .map(Some),
+        MatcherKind::Prefix {
+            literal,
+            ignore_case,
+            ..
+        } => Regex::new(&format!(
+            r"{}\A{}",
+            if *ignore_case { "(?i)" } else { "" },
+            regex::escape(literal)
+        ))
+        .map(Some),
+        MatcherKind::Whole {
+            literal,
+            ignore_case,
+        } => Regex::new(&format!(
+            r"{}\A{}\z",
+            if *ignore_case { "(?i)" } else { "" },
+            regex::escape(literal)
+        ))
+        .map(Some),
+    }
+}
+
+fn field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
+    match field {
+        EvidenceField::Phase => evidence.phase.map(|p| p.to_string()),
+        EvidenceField::ProviderId => evidence.provider_id.clone(),
+        EvidenceField::Source => evidence.source.map(|s| s.to_string()),
+        EvidenceField::ExitCode => evidence.exit_code.map(|c| c.to_string()),
+        EvidenceField::HttpStatus => evidence.http_status.map(|s| s.to_string()),
+        EvidenceField::ResetHint => evidence.reset_hint.clone(),
+        EvidenceField::Stderr => evidence.stderr.clone(),
+        EvidenceField::Stdout => evidence.stdout.clone(),
+        EvidenceField::ManagedRuntimePackageSpec => evidence.managed_runtime_package_spec.clone(),
+    }
+}
+
+fn guards_hold(guards: &Guards, evidence: &Evidence) -> bool {
+    fn one_of<T: PartialEq>(allowed: &Option<Vec<T>>, value: Option<T>) -> bool {
+        allowed
+            .as_ref()
+            .is_none_or(|allowed| value.is_some_and(|value| allowed.contains(&value)))
+    }
+    one_of(&guards.phase, evidence.phase)
+        && one_of(&guards.provider_id, evidence.provider_id.clone())
+        && one_of(&guards.source, evidence.source)
+        && one_of(&guards.http_status, evidence.http_status)
+        && one_of(&guards.exit_code, evidence.exit_code)
+        && guards
+            .present
+            .iter()
+            .all(|f| field(evidence, *f).is_some_and(|value| !value.is_empty()))
+}
+
+impl Reference {
+    /// Prepares a catalogue; the rules are kept in effective order.
+    pub fn new(catalogue: &Catalogue, priority: &Priority) -> Result<Reference, regex::Error> {
+        let mut rules = Vec::new();
+        for &index in &priority.order {
+            let Some(rule) = catalogue.rules.get(index) else {
+                continue;
+            };
+            let regexes = rule
+                .matchers
+                .iter()
+                .chain(&rule.vetoes)
+                .map(matcher_regex)
+                .collect::<Result<Vec<_>, _>>()?;
+            let capture = match &rule.remediation {
+                Some(RemediationSpec::Capture { lowered, .. }) => Some(Regex::new(lowered)?),
+                _ => None,
+            };
+            rules.push((rule.clone(), regexes, capture));
+        }
+        Ok(Reference { rules })
+    }
+
+    /// The id of the rule that wins on `evidence`, and its remediation capture.
+    pub fn classify(&self, evidence: &Evidence) -> Option<(String, Option<String>)> {
+        let raw = evidence.raw_text();
+        let sanitized = sanitize::diagnostic(&raw);
+        let text = |view: TextView| {
+            if view == TextView::Raw {
+                raw.as_str()
+            } else {
+                sanitized.as_str()
+            }
+        };
+        let holds = |matcher: &TextMatcher, regex: Option<&Regex>| -> bool {
+            let view_text = text(matcher.view);
+            match (&matcher.kind, regex) {
+                (
+                    MatcherKind::Regex {
+                        group_equals: Some((group, equals)),
+                        ..
+                    },
+                    Some(regex),
+                ) => {
+                    let expected = field(evidence, *equals);
+                    regex
+                        .captures_iter(view_text)
+                        .any(|c| c.get(*group as usize).map(|g| g.as_str().to_owned()) == expected)
+                }
+                (MatcherKind::Prefix { suffix, .. }, Some(regex)) => {
+                    let trimmed = view_text.trim();
+                    regex.find(trimmed).is_some_and(|found| {
+                        let rest = trimmed.get(found.end()..).unwrap_or("").trim().len();
+                        suffix.is_none_or(|(min, max)| min <= rest && rest <= max)
+                    })
+                }
+                (MatcherKind::Whole { .. }, Some(regex)) => regex.is_match(view_text.trim()),
+                (_, Some(regex)) => regex.is_match(view_text),
+                (_, None) => false,
+            }
+        };
+        for (rule, regexes, capture) in &self.rules {
+            if !guards_hold(&rule.guards, evidence) {
+                continue;
+            }
+            let (matchers, vetoes) = regexes.split_at(rule.matchers.len().min(regexes.len()));
+            if !rule
+                .matchers
+                .iter()
+                .zip(matchers)
+                .all(|(m, r)| holds(m, r.as_ref()))
+            {
+                continue;
+            }
+            if rule
+                .vetoes
+                .iter()
+                .zip(vetoes)
+                .any(|(v, r)| holds(v, r.as_ref()))
+            {
+                continue;
+            }
+            match (&rule.remediation, capture) {
+                (Some(RemediationSpec::Capture { group, view, .. }), Some(regex)) => {
+                    let value = regex
+                        .captures(text(*view))
+                        .and_then(|c| c.get(*group as usize))
+                        .map(|g| g.as_str().to_owned());
+                    match value {
+                        Some(value) => return Some((rule.id.clone(), Some(value))),
+                        None => continue,
+                    }
+                }
+                _ => return Some((rule.id.clone(), None)),
+            }
+        }
+        None
+    }
+}
