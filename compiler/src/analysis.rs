@@ -20,7 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use faultline_dsl::{Code, Diagnostic};
-use faultline_runtime::bundle::Trace;
+use faultline_runtime::bundle::Step;
 use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView};
 use regex_automata::Anchored;
 use regex_automata::dfa::{Automaton as _, dense};
@@ -28,6 +28,7 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 
 use crate::compile::example_evidence;
+use crate::db::{Db, PatternKey, QueryKey};
 use crate::ir::{
     Catalogue, ExampleEvidence, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher,
 };
@@ -63,28 +64,27 @@ struct Automaton {
 }
 
 impl Automaton {
-    fn build(pattern: &str, budget: &AnalysisBudget) -> Result<(Arc<Automaton>, bool), String> {
+    fn build(pattern: &str, budget: usize) -> Result<(Arc<Automaton>, bool), String> {
         let hir = regex_syntax::ParserBuilder::new()
             .build()
             .parse(pattern)
             .map_err(|e| e.to_string())?;
-        let attempt = crate::lower::exact_attempt_budget(&hir, budget.component_dfa_bytes);
+        let attempt = crate::lower::exact_attempt_budget(&hir, budget);
         let (dfa, approximate) = match build_dfa(std::slice::from_ref(&hir), attempt, attempt * 2) {
             Ok(dfa) => (dfa, false),
-            Err(_) => (
-                build_dfa(
-                    &[widen(&hir)],
-                    budget.component_dfa_bytes,
-                    budget.component_dfa_bytes * 4,
-                )?,
-                true,
-            ),
+            Err(_) => (build_dfa(&[widen(&hir)], budget, budget * 4)?, true),
         };
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::No))
             .map_err(|e| e.to_string())?;
         Ok((Arc::new(Automaton { dfa, start }), approximate))
     }
+}
+
+/// A component automaton and whether it had to be widened. Tracked: built once per session.
+#[salsa::tracked(returns(ref), no_eq)]
+fn automaton<'db>(db: &'db dyn Db, key: PatternKey<'db>) -> Result<(Arc<Automaton>, bool), String> {
+    Automaton::build(key.text(db), *key.budget(db))
 }
 
 /// Must a component match somewhere, or must it not?
@@ -96,7 +96,8 @@ enum Polarity {
 
 #[derive(Debug, Clone)]
 struct Component {
-    automaton: Arc<Automaton>,
+    /// The pattern (the key of its automaton and of the search memo).
+    pattern: String,
     polarity: Polarity,
     view: TextView,
 }
@@ -108,8 +109,8 @@ struct RuleText {
     components: Vec<Component>,
     /// Whether the components represent the rule exactly.
     exact: bool,
-    /// Patterns of its regex matchers (for overlap), as (view, pattern).
-    patterns: Vec<(TextView, String)>,
+    /// Patterns of its regex matchers (for overlap), as (view, pattern, required words).
+    patterns: Vec<(TextView, String, Option<Vec<String>>)>,
     /// A capture pattern whose group must equal an evidence field, for filling witnesses.
     group_fill: Option<(String, u32, EvidenceField)>,
 }
@@ -166,44 +167,44 @@ fn matcher_pattern(matcher: &TextMatcher) -> (String, bool) {
 }
 
 struct Analyzer<'a> {
+    db: &'a dyn Db,
     catalogue: &'a Catalogue,
     priority: &'a Priority,
     bundle: &'a Bundle,
     budget: &'a AnalysisBudget,
     texts: Vec<RuleText>,
-    utf8: Arc<Automaton>,
+    /// Catalogue index of each rule id.
+    rule_index: HashMap<&'a str, usize>,
     /// Findings; interior mutability lets queries borrow the analyzer while reporting.
     diagnostics: std::cell::RefCell<Vec<Diagnostic>>,
 }
 
 /// Runs every analysis on a catalogue whose bundle compiled.
 pub fn analyze(
+    db: &dyn Db,
     catalogue: &Catalogue,
     priority: &Priority,
     bundle: &Bundle,
     budget: &AnalysisBudget,
 ) -> Vec<Diagnostic> {
-    let utf8 = match Automaton::build(r"(?s)\A.*\z", budget) {
-        Ok((automaton, _)) => automaton,
-        Err(error) => {
-            return vec![Diagnostic::new(
-                Code::AnalysisBudget,
-                format!("the analysis cannot start: {error}"),
-            )];
-        }
-    };
-    let mut cache: HashMap<String, (Arc<Automaton>, bool)> = HashMap::new();
     let mut texts = Vec::new();
     for rule in &catalogue.rules {
-        texts.push(rule_text(rule, budget, &mut cache));
+        texts.push(rule_text(db, rule, budget));
     }
+    let rule_index = catalogue
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
     let analyzer = Analyzer {
+        db,
         catalogue,
         priority,
         bundle,
         budget,
         texts,
-        utf8,
+        rule_index,
         diagnostics: std::cell::RefCell::new(Vec::new()),
     };
     let live = analyzer.dead_rules_and_vetoes();
@@ -213,36 +214,39 @@ pub fn analyze(
     analyzer.diagnostics.into_inner()
 }
 
-fn rule_text(
-    rule: &RuleDef,
+fn component_automaton(
+    db: &dyn Db,
+    pattern: &str,
     budget: &AnalysisBudget,
-    cache: &mut HashMap<String, (Arc<Automaton>, bool)>,
-) -> RuleText {
+) -> Result<(Arc<Automaton>, bool), String> {
+    let key = PatternKey::new(
+        db,
+        pattern.to_owned(),
+        budget.component_dfa_bytes,
+        budget.component_dfa_bytes,
+    );
+    automaton(db, key).clone()
+}
+
+fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &AnalysisBudget) -> RuleText {
     let mut text = RuleText {
         exact: true,
         ..RuleText::default()
     };
-    let mut component =
-        |pattern: String, polarity: Polarity, view: TextView, text: &mut RuleText| {
-            let built = match cache.get(&pattern) {
-                Some(found) => Ok(found.clone()),
-                None => Automaton::build(&pattern, budget).inspect(|built| {
-                    cache.insert(pattern.clone(), built.clone());
-                }),
-            };
-            match built {
-                // A widened automaton over-approximates: sound for a positive matcher only.
-                Ok((automaton, approximate)) if !(approximate && polarity == Polarity::MustNot) => {
-                    text.exact &= !approximate;
-                    text.components.push(Component {
-                        automaton,
-                        polarity,
-                        view,
-                    });
-                }
-                _ => text.exact = false,
+    let component = |pattern: String, polarity: Polarity, view: TextView, text: &mut RuleText| {
+        match component_automaton(db, &pattern, budget) {
+            // A widened automaton over-approximates: sound for a positive matcher only.
+            Ok((_, approximate)) if !(approximate && polarity == Polarity::MustNot) => {
+                text.exact &= !approximate;
+                text.components.push(Component {
+                    pattern,
+                    polarity,
+                    view,
+                });
             }
-        };
+            _ => text.exact = false,
+        }
+    };
     for matcher in &rule.matchers {
         let (pattern, exact) = matcher_pattern(matcher);
         text.exact &= exact;
@@ -255,7 +259,8 @@ fn rule_text(
             text.group_fill = Some((lowered.clone(), *group, *field));
         }
         if let MatcherKind::Regex { lowered, .. } = &matcher.kind {
-            text.patterns.push((matcher.view, lowered.clone()));
+            let words = crate::literals::pattern_requirement(lowered).map(|r| r.words);
+            text.patterns.push((matcher.view, lowered.clone(), words));
         }
         component(pattern, Polarity::Must, matcher.view, &mut text);
     }
@@ -297,114 +302,175 @@ fn preference(byte: u8) -> u16 {
     }
 }
 
-impl Analyzer<'_> {
-    /// Breadth-first search over the product of `components` (all of one view) and the UTF-8
-    /// validator, collecting up to `wanted` shortest witnesses.
-    fn search_view(&self, components: &[&Component], wanted: usize) -> Search {
-        let all: Vec<(&Automaton, Polarity)> = components
-            .iter()
-            .map(|c| (c.automaton.as_ref(), c.polarity))
-            .chain(std::iter::once((self.utf8.as_ref(), Polarity::Must)))
-            .collect();
-        // Joint byte classes: one representative byte per class, most preferred first.
-        let mut representatives: HashMap<Vec<u8>, u8> = HashMap::new();
-        for byte in 0..=255u8 {
-            let key: Vec<u8> = all
-                .iter()
-                .map(|(a, _)| a.dfa.byte_classes().get(byte))
-                .collect();
-            let slot = representatives.entry(key).or_insert(byte);
-            if preference(byte) < preference(*slot) {
-                *slot = byte;
-            }
-        }
-        let mut alphabet: Vec<u8> = representatives.into_values().collect();
-        alphabet.sort_by_key(|byte| preference(*byte));
+/// What one product search found: witnesses (shortest first), proof of emptiness, or the
+/// budget's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ViewSearch {
+    Witnesses(Vec<String>),
+    Empty,
+    Exhausted,
+}
 
-        type Node = Vec<(StateID, bool)>;
-        let start: Node = all.iter().map(|(a, _)| (a.start, false)).collect();
-        let mut nodes: Vec<(usize, u8)> = vec![(usize::MAX, 0)];
-        let mut states: Vec<Node> = vec![start.clone()];
-        let mut seen: HashMap<Node, usize> = HashMap::from([(start, 0)]);
-        let mut queue = VecDeque::from([0usize]);
-        let mut witnesses = Vec::new();
-        while let Some(index) = queue.pop_front() {
-            let Some(node) = states.get(index).cloned() else {
-                break;
-            };
-            let accepts =
-                all.iter()
-                    .zip(&node)
-                    .all(|((automaton, polarity), (state, satisfied))| {
-                        let matched = *satisfied
-                            || automaton
-                                .dfa
-                                .is_match_state(automaton.dfa.next_eoi_state(*state));
-                        matched == (*polarity == Polarity::Must)
-                    });
-            if accepts {
-                let mut bytes = Vec::new();
-                let mut at = index;
-                while let Some(&(parent, byte)) = nodes.get(at) {
-                    if parent == usize::MAX {
-                        break;
-                    }
-                    bytes.push(byte);
-                    at = parent;
+/// The pattern of the UTF-8 validity component: the whole text is valid UTF-8.
+const UTF8_PATTERN: &str = r"(?s)\A.*\z";
+
+/// One product search, memoized by its components: a query whose rules did not change is not
+/// searched again.
+#[salsa::tracked(returns(ref))]
+fn search_query<'db>(db: &'db dyn Db, key: QueryKey<'db>) -> ViewSearch {
+    let budget = *key.component_budget(db);
+    let mut automata: Vec<(Arc<Automaton>, Polarity)> = Vec::new();
+    for (pattern, must) in key
+        .components(db)
+        .iter()
+        .map(|(p, must, _)| (p, *must))
+        .chain(std::iter::once((&UTF8_PATTERN.to_owned(), true)))
+    {
+        let memo_key = PatternKey::new(db, pattern.clone(), budget, budget);
+        match automaton(db, memo_key) {
+            Ok((automaton, _)) => automata.push((
+                Arc::clone(automaton),
+                if must {
+                    Polarity::Must
+                } else {
+                    Polarity::MustNot
+                },
+            )),
+            Err(_) => return ViewSearch::Exhausted,
+        }
+    }
+    breadth_first(&automata, *key.wanted(db), *key.max_states(db))
+}
+
+/// Breadth-first search over the product of the automata, collecting up to `wanted` shortest
+/// witnesses.
+fn breadth_first(
+    automata: &[(Arc<Automaton>, Polarity)],
+    wanted: usize,
+    max_states: usize,
+) -> ViewSearch {
+    let all: Vec<(&Automaton, Polarity)> = automata.iter().map(|(a, p)| (a.as_ref(), *p)).collect();
+    // Joint byte classes: one representative byte per class, most preferred first.
+    let mut representatives: HashMap<Vec<u8>, u8> = HashMap::new();
+    for byte in 0..=255u8 {
+        let key: Vec<u8> = all
+            .iter()
+            .map(|(a, _)| a.dfa.byte_classes().get(byte))
+            .collect();
+        let slot = representatives.entry(key).or_insert(byte);
+        if preference(byte) < preference(*slot) {
+            *slot = byte;
+        }
+    }
+    let mut alphabet: Vec<u8> = representatives.into_values().collect();
+    alphabet.sort_by_key(|byte| preference(*byte));
+
+    type Node = Vec<(StateID, bool)>;
+    let start: Node = all.iter().map(|(a, _)| (a.start, false)).collect();
+    let mut nodes: Vec<(usize, u8)> = vec![(usize::MAX, 0)];
+    let mut states: Vec<Node> = vec![start.clone()];
+    let mut seen: HashMap<Node, usize> = HashMap::from([(start, 0)]);
+    let mut queue = VecDeque::from([0usize]);
+    let mut witnesses = Vec::new();
+    while let Some(index) = queue.pop_front() {
+        let Some(node) = states.get(index).cloned() else {
+            break;
+        };
+        let accepts = all
+            .iter()
+            .zip(&node)
+            .all(|((automaton, polarity), (state, satisfied))| {
+                let matched = *satisfied
+                    || automaton
+                        .dfa
+                        .is_match_state(automaton.dfa.next_eoi_state(*state));
+                matched == (*polarity == Polarity::Must)
+            });
+        if accepts {
+            let mut bytes = Vec::new();
+            let mut at = index;
+            while let Some(&(parent, byte)) = nodes.get(at) {
+                if parent == usize::MAX {
+                    break;
                 }
-                bytes.reverse();
-                if let Ok(text) = String::from_utf8(bytes) {
-                    witnesses.push(text);
-                    if witnesses.len() >= wanted {
-                        break;
-                    }
-                }
+                bytes.push(byte);
+                at = parent;
             }
-            for &byte in &alphabet {
-                let mut next = Vec::with_capacity(node.len());
-                let mut pruned = false;
-                for ((automaton, polarity), (state, satisfied)) in all.iter().zip(&node) {
-                    let state = automaton.dfa.next_state(*state, byte);
-                    let satisfied = *satisfied || automaton.dfa.is_match_state(state);
-                    let dead = automaton.dfa.is_dead_state(state) && !satisfied;
-                    if (*polarity == Polarity::MustNot && satisfied)
-                        || (*polarity == Polarity::Must && dead)
-                    {
-                        pruned = true;
-                        break;
-                    }
-                    next.push((state, satisfied));
+            bytes.reverse();
+            if let Ok(text) = String::from_utf8(bytes) {
+                witnesses.push(text);
+                if witnesses.len() >= wanted {
+                    break;
                 }
-                if pruned || seen.contains_key(&next) {
-                    continue;
-                }
-                if states.len() >= self.budget.max_states {
-                    return if witnesses.is_empty() {
-                        Search::Exhausted
-                    } else {
-                        Search::Witnesses(
-                            witnesses
-                                .into_iter()
-                                .map(|w| vec![(TextView::Sanitized, w)])
-                                .collect(),
-                        )
-                    };
-                }
-                seen.insert(next.clone(), states.len());
-                nodes.push((index, byte));
-                states.push(next);
-                queue.push_back(states.len() - 1);
             }
         }
-        if witnesses.is_empty() {
-            Search::Empty
-        } else {
-            Search::Witnesses(
-                witnesses
-                    .into_iter()
-                    .map(|w| vec![(TextView::Sanitized, w)])
+        for &byte in &alphabet {
+            let mut next = Vec::with_capacity(node.len());
+            let mut pruned = false;
+            for ((automaton, polarity), (state, satisfied)) in all.iter().zip(&node) {
+                let state = automaton.dfa.next_state(*state, byte);
+                let satisfied = *satisfied || automaton.dfa.is_match_state(state);
+                let dead = automaton.dfa.is_dead_state(state) && !satisfied;
+                if (*polarity == Polarity::MustNot && satisfied)
+                    || (*polarity == Polarity::Must && dead)
+                {
+                    pruned = true;
+                    break;
+                }
+                next.push((state, satisfied));
+            }
+            if pruned || seen.contains_key(&next) {
+                continue;
+            }
+            if states.len() >= max_states {
+                return if witnesses.is_empty() {
+                    ViewSearch::Exhausted
+                } else {
+                    ViewSearch::Witnesses(witnesses)
+                };
+            }
+            seen.insert(next.clone(), states.len());
+            nodes.push((index, byte));
+            states.push(next);
+            queue.push_back(states.len() - 1);
+        }
+    }
+    if witnesses.is_empty() {
+        ViewSearch::Empty
+    } else {
+        ViewSearch::Witnesses(witnesses)
+    }
+}
+
+impl Analyzer<'_> {
+    /// Searches the product of `components` (read as one text) for up to `wanted` witnesses.
+    fn search_view(&self, components: &[&Component], wanted: usize) -> Search {
+        let key_components: Vec<(String, bool, u8)> = components
+            .iter()
+            .map(|c| {
+                (
+                    c.pattern.clone(),
+                    c.polarity == Polarity::Must,
+                    u8::from(c.view == TextView::Raw),
+                )
+            })
+            .collect();
+        let key = QueryKey::new(
+            self.db,
+            key_components,
+            wanted,
+            self.budget.max_states,
+            self.budget.component_dfa_bytes,
+        );
+        match search_query(self.db, key) {
+            ViewSearch::Empty => Search::Empty,
+            ViewSearch::Exhausted => Search::Exhausted,
+            ViewSearch::Witnesses(found) => Search::Witnesses(
+                found
+                    .iter()
+                    .map(|w| vec![(TextView::Sanitized, w.clone())])
                     .collect(),
-            )
+            ),
         }
     }
 
@@ -544,8 +610,13 @@ impl Analyzer<'_> {
         self.catalogue.rules.get(index)
     }
 
-    fn trace(&self, evidence: &Evidence) -> (faultline_runtime::Classification, Trace) {
-        self.bundle.classify_traced(evidence)
+    fn classify(&self, evidence: &Evidence) -> faultline_runtime::Classification {
+        self.bundle.classify(evidence)
+    }
+
+    /// Whether the rule at bundle position `position` fires on `evidence`, alone.
+    fn fires(&self, position: usize, evidence: &Evidence) -> bool {
+        self.bundle.rule_step(position, evidence) == Step::Fired
     }
 
     /// Finds the first witness of a query on which `verify` holds.
@@ -553,7 +624,7 @@ impl Analyzer<'_> {
         &self,
         rules: &[usize],
         components: &[&Component],
-        verify: impl Fn(&Trace) -> bool,
+        verify: impl Fn(&Evidence) -> bool,
     ) -> Result<Option<Evidence>, ()> {
         match self.search(components, self.budget.max_witnesses) {
             Search::Empty => Ok(None),
@@ -561,8 +632,7 @@ impl Analyzer<'_> {
             Search::Witnesses(witnesses) => {
                 for texts in witnesses {
                     let evidence = self.evidence(rules, &texts);
-                    let (_, trace) = self.trace(&evidence);
-                    if verify(&trace) {
+                    if verify(&evidence) {
                         return Ok(Some(evidence));
                     }
                 }
@@ -581,7 +651,10 @@ impl Analyzer<'_> {
                 continue;
             }
             let components: Vec<&Component> = text.components.iter().collect();
-            match self.verified(&[index], &components, |trace| trace.fired(&rule.id)) {
+            let position = self.bundle.rule_position(&rule.id).unwrap_or(usize::MAX);
+            match self.verified(&[index], &components, |evidence| {
+                self.fires(position, evidence)
+            }) {
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     if let Some(slot) = live.get_mut(index) {
@@ -727,9 +800,12 @@ impl Analyzer<'_> {
                 };
                 let components: Vec<&Component> =
                     text_a.components.iter().chain(&text_b.components).collect();
-                let (id_a, id_b) = (rule_a.id.clone(), rule_b.id.clone());
-                match self.verified(&[a, b], &components, |trace| {
-                    trace.fired(&id_a) && trace.fired(&id_b)
+                let (position_a, position_b) = (
+                    self.bundle.rule_position(&rule_a.id).unwrap_or(usize::MAX),
+                    self.bundle.rule_position(&rule_b.id).unwrap_or(usize::MAX),
+                );
+                match self.verified(&[a, b], &components, |evidence| {
+                    self.fires(position_a, evidence) && self.fires(position_b, evidence)
                 }) {
                     Ok(None) => {}
                     Ok(Some(evidence)) => {
@@ -753,99 +829,89 @@ impl Analyzer<'_> {
         }
     }
 
+    /// Whether `upper` can stand in a query as "does not fire": its guards hold whenever
+    /// `rule`'s do and its firing condition is one exactly represented component.
+    fn covering_component(&self, rule: &RuleDef, upper_index: usize) -> Option<Option<Component>> {
+        let upper = self.rule(upper_index)?;
+        let upper_text = self.texts.get(upper_index)?;
+        if !Self::guards_imply(&rule.guards, &upper.guards) || !upper_text.exact {
+            return None;
+        }
+        match upper_text.components.as_slice() {
+            [] if upper.matchers.is_empty() => Some(None),
+            [single] if single.polarity == Polarity::Must => Some(Some(Component {
+                polarity: Polarity::MustNot,
+                ..single.clone()
+            })),
+            _ => None,
+        }
+    }
+
+    /// Counterexample-guided: search for evidence where the rule fires, classify it, and when a
+    /// higher rule wins instead, exclude that rule's text and search again. An empty query
+    /// proves the rule can never win; a witness it wins on proves it can.
     fn shadowed(&self, live: &[bool]) {
+        const REFINEMENTS: usize = 24;
         for &index in &self.priority.order {
-            let Some(rule) = self.rule(index) else {
+            let (Some(rule), Some(text)) = (self.rule(index), self.texts.get(index)) else {
                 continue;
             };
             if !live.get(index).copied().unwrap_or(false) {
                 continue;
             }
-            let Some(text) = self.texts.get(index) else {
-                continue;
-            };
-            let position = self.priority.position.get(index).copied().unwrap_or(0);
-            let higher: Vec<usize> = self.priority.order.iter().take(position).copied().collect();
-            // Higher rules that fire whenever `rule`'s guards hold and their own text matches.
-            let mut always = None;
-            let mut covering: Vec<Component> = Vec::new();
-            let mut covering_rules = Vec::new();
-            for &other in &higher {
-                let (Some(upper), Some(upper_text)) = (self.rule(other), self.texts.get(other))
-                else {
-                    continue;
-                };
-                if !Self::guards_imply(&rule.guards, &upper.guards) || !upper_text.exact {
-                    continue;
-                }
-                match upper_text.components.as_slice() {
-                    [] if upper.matchers.is_empty() => {
-                        always = Some(other);
+            let id = rule.id.clone();
+            let position = self.bundle.rule_position(&id).unwrap_or(usize::MAX);
+            let mut excluded: Vec<Component> = Vec::new();
+            let mut covering_rules: Vec<usize> = Vec::new();
+            let mut verdict: Option<Result<(), ()>> = None;
+            let mut first_witness: Option<Evidence> = None;
+            'refine: for _ in 0..REFINEMENTS {
+                let query: Vec<&Component> = text.components.iter().chain(&excluded).collect();
+                let witnesses = match self.search(&query, self.budget.max_witnesses) {
+                    Search::Empty => {
+                        verdict = Some(Err(()));
                         break;
                     }
-                    [single] if single.polarity == Polarity::Must => {
-                        covering.push(Component {
-                            polarity: Polarity::MustNot,
-                            ..single.clone()
-                        });
-                        covering_rules.push(other);
-                    }
-                    _ => {}
-                }
-            }
-            let id = rule.id.clone();
-            let own: Vec<&Component> = text.components.iter().collect();
-            if let Some(winner) = always {
-                let Some(upper) = self.rule(winner) else {
-                    continue;
+                    Search::Exhausted => break,
+                    Search::Witnesses(witnesses) => witnesses,
                 };
-                let witness = self
-                    .verified(&[index], &own, |trace| trace.fired(&id))
-                    .ok()
-                    .flatten();
-                let mut diagnostic = Diagnostic::new(
-                    Code::ShadowedRule,
-                    format!(
-                        "`{}` can never win: `{}` fires on all of its evidence",
-                        rule.id, upper.id
-                    ),
-                )
-                .primary(&rule.origin.file, rule.origin.span, "never wins")
-                .secondary(
-                    &upper.origin.file,
-                    upper.origin.span,
-                    "fires whenever the shadowed rule's guards hold",
-                );
-                if let Some(evidence) = witness {
-                    diagnostic = diagnostic.note(format!(
-                        "witness (verified: it fires, `{}` wins): {}",
-                        upper.id,
-                        describe(&evidence)
-                    ));
+                let mut refined = false;
+                for texts in witnesses {
+                    let evidence = self.evidence(&[index], &texts);
+                    if !self.fires(position, &evidence) {
+                        continue;
+                    }
+                    let classification = self.classify(&evidence);
+                    if classification.rule == id {
+                        verdict = Some(Ok(()));
+                        break 'refine;
+                    }
+                    first_witness.get_or_insert(evidence);
+                    let winner = self.rule_index.get(classification.rule.as_str()).copied();
+                    if let Some(winner) = winner.filter(|w| !covering_rules.contains(w)) {
+                        match self.covering_component(rule, winner) {
+                            Some(None) => {
+                                covering_rules.push(winner);
+                                verdict = Some(Err(()));
+                                break 'refine;
+                            }
+                            Some(Some(component)) => {
+                                excluded.push(component);
+                                covering_rules.push(winner);
+                                refined = true;
+                                break;
+                            }
+                            None => {}
+                        }
+                    }
                 }
-                self.report(diagnostic.help(format!(
-                    "move `{}` above `{}` (tier, rank or `before`), or delete it",
-                    rule.id, upper.id
-                )));
-                continue;
+                if !refined {
+                    break;
+                }
             }
-            let mut query: Vec<&Component> = own.clone();
-            query.extend(covering.iter());
-            let wins = |trace: &Trace| {
-                trace
-                    .steps
-                    .iter()
-                    .zip(&trace.fired)
-                    .find(|(_, fired)| **fired)
-                    .is_some_and(|((winner, _), _)| *winner == id)
-            };
-            match self.verified(&[index], &query, wins) {
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    let witness = self
-                        .verified(&[index], &own, |trace| trace.fired(&id))
-                        .ok()
-                        .flatten();
+            match verdict {
+                Some(Ok(())) => {}
+                Some(Err(())) => {
                     let names: Vec<String> = covering_rules
                         .iter()
                         .filter_map(|&r| self.rule(r))
@@ -865,8 +931,15 @@ impl Analyzer<'_> {
                             );
                         }
                     }
+                    let witness = first_witness.or_else(|| {
+                        self.verified(&[index], &text.components.iter().collect::<Vec<_>>(), |e| {
+                            self.fires(position, e)
+                        })
+                        .ok()
+                        .flatten()
+                    });
                     if let Some(evidence) = witness {
-                        let (classification, _) = self.trace(&evidence);
+                        let classification = self.classify(&evidence);
                         diagnostic = diagnostic.note(format!(
                             "witness (verified: it fires, `{}` wins): {}",
                             classification.rule,
@@ -876,13 +949,10 @@ impl Analyzer<'_> {
                     self.report(
                         diagnostic
                             .note(format!("covered by {}", names.join(", ")))
-                            .help(format!(
-                                "move `{}` above the rules that cover it, or delete it",
-                                rule.id
-                            )),
+                            .help(format!("move `{}` above the rules that cover it (tier, rank or `before`), or delete it", rule.id)),
                     );
                 }
-                Err(()) => {
+                None => {
                     self.budget_exceeded(rule, None, "could not show evidence on which it wins")
                 }
             }
@@ -890,59 +960,74 @@ impl Analyzer<'_> {
     }
 
     fn overlaps(&self, live: &[bool]) {
-        let count = self.catalogue.rules.len();
-        let mut cache: HashMap<String, Option<Arc<Automaton>>> = HashMap::new();
-        for a in 0..count {
-            for b in 0..count {
+        // Only rules of one tier with the same outcome can be redundant with each other.
+        let mut groups: HashMap<
+            (
+                usize,
+                &str,
+                faultline_runtime::Confidence,
+                faultline_runtime::Scope,
+            ),
+            Vec<usize>,
+        > = HashMap::new();
+        for (index, rule) in self.catalogue.rules.iter().enumerate() {
+            if live.get(index).copied().unwrap_or(false) && !rule.matchers.is_empty() {
+                groups
+                    .entry((rule.tier, rule.code.as_str(), rule.confidence, rule.scope))
+                    .or_default()
+                    .push(index);
+            }
+        }
+        let mut pairs: Vec<(usize, usize)> = groups
+            .values()
+            .flat_map(|members| {
+                members.iter().flat_map(move |&a| {
+                    members
+                        .iter()
+                        .filter(move |&&b| a != b)
+                        .map(move |&b| (a, b))
+                })
+            })
+            .collect();
+        pairs.sort_unstable();
+        for (a, b) in pairs {
+            {
                 let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
                     continue;
                 };
-                if a == b
-                    || rule_a.tier != rule_b.tier
-                    || self.outcome(rule_a) != self.outcome(rule_b)
-                    || !live.get(a).copied().unwrap_or(false)
-                    || !live.get(b).copied().unwrap_or(false)
-                    || !Self::guards_compatible(&rule_a.guards, &rule_b.guards)
-                {
+                if !Self::guards_compatible(&rule_a.guards, &rule_b.guards) {
                     continue;
                 }
                 let (Some(text_a), Some(text_b)) = (self.texts.get(a), self.texts.get(b)) else {
                     continue;
                 };
-                'patterns: for (view_a, inner) in &text_a.patterns {
-                    for (view_b, outer) in &text_b.patterns {
-                        if view_a != view_b {
+                'patterns: for (view_a, inner, inner_words) in &text_a.patterns {
+                    for (view_b, outer, outer_words) in &text_b.patterns {
+                        // A pre-filter: a match of `inner` can lie inside a match of `outer`
+                        // only if one of its required words fits inside one of `outer`'s.
+                        if view_a != view_b
+                            || !words_may_nest(inner_words.as_deref(), outer_words.as_deref())
+                        {
                             continue;
                         }
-                        let mut automaton = |pattern: String| {
-                            cache
-                                .entry(pattern.clone())
-                                .or_insert_with(|| {
-                                    Automaton::build(&pattern, self.budget)
-                                        .ok()
-                                        .filter(|(_, approx)| !approx)
-                                        .map(|(a, _)| a)
-                                })
-                                .clone()
+                        let exact = |pattern: String| match component_automaton(
+                            self.db,
+                            &pattern,
+                            self.budget,
+                        ) {
+                            Ok((_, false)) => Some(Component {
+                                pattern,
+                                polarity: Polarity::Must,
+                                view: *view_a,
+                            }),
+                            _ => None,
                         };
-                        let (Some(inner_dfa), Some(outer_dfa)) = (
-                            automaton(inner.clone()),
-                            automaton(format!(r"\A(?:{outer})\z")),
-                        ) else {
+                        let (Some(inner_component), Some(outer_component)) =
+                            (exact(inner.clone()), exact(format!(r"\A(?:{outer})\z")))
+                        else {
                             continue;
                         };
-                        let components = [
-                            Component {
-                                automaton: inner_dfa,
-                                polarity: Polarity::Must,
-                                view: *view_a,
-                            },
-                            Component {
-                                automaton: outer_dfa,
-                                polarity: Polarity::Must,
-                                view: *view_a,
-                            },
-                        ];
+                        let components = [inner_component, outer_component];
                         let refs: Vec<&Component> = components.iter().collect();
                         if let Search::Witnesses(found) = self.search_view(&refs, 1) {
                             let span = found
@@ -991,6 +1076,17 @@ impl Analyzer<'_> {
                 ))
                 .help("order the rules explicitly, simplify the patterns, or raise the budget with `--analysis-budget`"),
         );
+    }
+}
+
+/// Whether some required word of `inner` is a substring of some required word of `outer` (or
+/// either has no requirement, when nothing can be ruled out).
+fn words_may_nest(inner: Option<&[String]>, outer: Option<&[String]>) -> bool {
+    match (inner, outer) {
+        (Some(inner), Some(outer)) => inner
+            .iter()
+            .any(|i| outer.iter().any(|o| o.contains(i.as_str()))),
+        _ => true,
     }
 }
 

@@ -38,7 +38,18 @@ impl Checked {
 
 /// Checks a loaded catalogue. `diagnostics` from loading are not repeated here.
 pub fn check(loaded: &LoadedCatalogue) -> Checked {
-    let mut checker = Checker::default();
+    check_with(loaded, &pattern::lower)
+}
+
+/// How the checker validates and lowers one pattern (an incremental session memoizes it).
+pub type LowerFn<'a> = dyn Fn(&str) -> Result<pattern::LoweredPattern, Vec<PatternProblem>> + 'a;
+
+/// [`check`], with pattern lowering supplied by the caller.
+pub fn check_with(loaded: &LoadedCatalogue, lower: &LowerFn<'_>) -> Checked {
+    let mut checker = Checker {
+        diagnostics: Vec::new(),
+        lower,
+    };
     let catalogue = checker.run(loaded);
     let mut diagnostics = checker.diagnostics;
     diagnostics.sort_by_key(Diagnostic::sort_key);
@@ -48,9 +59,9 @@ pub fn check(loaded: &LoadedCatalogue) -> Checked {
     }
 }
 
-#[derive(Default)]
-struct Checker {
+struct Checker<'l> {
     diagnostics: Vec<Diagnostic>,
+    lower: &'l LowerFn<'l>,
 }
 
 /// A value of a closed vocabulary, looked up by name.
@@ -164,7 +175,7 @@ fn version_is_valid(version: &str) -> bool {
     }
 }
 
-impl Checker {
+impl Checker<'_> {
     fn push(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);
     }
@@ -1091,7 +1102,7 @@ impl Checker {
         file: &Arc<SourceFile>,
         pattern: &StringLit,
     ) -> Option<pattern::LoweredPattern> {
-        match pattern::lower(&pattern.value) {
+        match (self.lower)(&pattern.value) {
             Ok(lowered) => Some(lowered),
             Err(problems) => {
                 for problem in problems {

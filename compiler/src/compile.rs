@@ -5,7 +5,14 @@ use faultline_dsl::{Code, Diagnostic, LoadedCatalogue};
 use faultline_runtime::{Bundle, Evidence};
 use sha2::{Digest, Sha256};
 
+use std::collections::HashMap;
+use std::path::Path;
+
+use faultline_dsl::SourceProvider;
+use salsa::Setter as _;
+
 use crate::analysis::{self, AnalysisBudget};
+use crate::db::{Database, Db, SourceInput, parsed};
 use crate::ir::{Catalogue, Example, ExampleEvidence, RuleDef};
 use crate::lower::{self, Budget, PatternReport};
 use crate::priority::{self, Priority};
@@ -102,9 +109,17 @@ impl Compiler {
         self
     }
 
-    /// Runs the whole pipeline. Loading diagnostics are the caller's.
+    /// Runs the whole pipeline once. Loading diagnostics are the caller's. To reuse work across
+    /// compilations (watch mode, editors), keep a [`Session`].
     pub fn compile(&self, loaded: &LoadedCatalogue) -> Compilation {
-        let checked = crate::check(loaded);
+        self.compile_in(&Database::default(), loaded)
+    }
+
+    fn compile_in(&self, db: &dyn Db, loaded: &LoadedCatalogue) -> Compilation {
+        let checked = crate::check::check_with(loaded, &|pattern: &str| {
+            crate::db::lowered_pattern(db, crate::db::PatternText::new(db, pattern.to_owned()))
+                .clone()
+        });
         let mut diagnostics = checked.diagnostics;
         let catalogue = checked.catalogue;
         if diagnostics.iter().any(Diagnostic::is_error) {
@@ -155,7 +170,7 @@ impl Compiler {
             compilation.diagnostics = sorted(diagnostics);
             return compilation;
         }
-        let lowered = match lower::lower(&compilation.catalogue, &priority, &self.budget) {
+        let lowered = match lower::lower(db, &compilation.catalogue, &priority, &self.budget) {
             Ok(lowered) => lowered,
             Err(errors) => {
                 diagnostics.extend(errors);
@@ -184,6 +199,7 @@ impl Compiler {
         };
         diagnostics.extend(check_examples(&compilation.catalogue, &bundle));
         diagnostics.extend(analysis::analyze(
+            db,
             &compilation.catalogue,
             &priority,
             &bundle,
@@ -213,12 +229,10 @@ fn check_examples(catalogue: &Catalogue, bundle: &Bundle) -> Vec<Diagnostic> {
     for rule in &catalogue.rules {
         let run = |example: &Example| {
             let evidence = example_evidence(&example.evidence);
-            let (classification, trace) = bundle.classify_traced(&evidence);
-            let own_step = trace
-                .steps
-                .iter()
-                .find(|(id, _)| *id == rule.id)
-                .map(|(_, what)| what.clone())
+            let classification = bundle.classify(&evidence);
+            let own_step = bundle
+                .rule_position(&rule.id)
+                .map(|position| bundle.rule_step(position, &evidence).to_string())
                 .unwrap_or_default();
             (evidence, classification, own_step)
         };
@@ -258,4 +272,59 @@ fn check_examples(catalogue: &Catalogue, bundle: &Bundle) -> Vec<Diagnostic> {
         }
     }
     diagnostics
+}
+
+/// A compiler with memory: parsing, pattern lowering, automata and analysis queries are
+/// tracked, so compiling again after an edit recomputes only what the edit reaches.
+#[derive(Debug, Default)]
+pub struct Session {
+    compiler: Compiler,
+    db: Database,
+    inputs: HashMap<String, SourceInput>,
+}
+
+impl Session {
+    /// A session compiling with `compiler`'s budgets.
+    pub fn new(compiler: Compiler) -> Self {
+        Session {
+            compiler,
+            db: Database::default(),
+            inputs: HashMap::new(),
+        }
+    }
+
+    /// Loads a catalogue, parsing only the files whose text changed since the last load.
+    pub fn load(
+        &mut self,
+        root: &Path,
+        sources: &dyn SourceProvider,
+    ) -> std::io::Result<(LoadedCatalogue, Vec<Diagnostic>)> {
+        let Session { db, inputs, .. } = self;
+        faultline_dsl::load_with(root, sources, &mut |name: &str, text: String| {
+            let input = match inputs.get(name) {
+                Some(input) => {
+                    if input.text(db) != &text {
+                        input.set_text(db).to(text);
+                    }
+                    *input
+                }
+                None => {
+                    let input = SourceInput::new(db, name.to_owned(), text);
+                    inputs.insert(name.to_owned(), input);
+                    input
+                }
+            };
+            let parsed = parsed(db, input);
+            (
+                std::sync::Arc::clone(&parsed.source),
+                parsed.syntax.clone(),
+                parsed.diagnostics.clone(),
+            )
+        })
+    }
+
+    /// Compiles a loaded catalogue, reusing every query result the edit did not reach.
+    pub fn compile(&self, loaded: &LoadedCatalogue) -> Compilation {
+        self.compiler.compile_in(&self.db, loaded)
+    }
 }

@@ -15,6 +15,7 @@
 pub mod analysis;
 mod check;
 mod compile;
+pub mod db;
 pub mod ir;
 pub mod literals;
 pub mod lower;
@@ -22,8 +23,9 @@ pub mod pattern;
 pub mod priority;
 pub mod reference;
 mod suggest;
+pub mod synthetic;
 
 pub use analysis::AnalysisBudget;
-pub use check::{Checked, MAX_EXCERPT_BYTES, MAX_RANK, check};
-pub use compile::{Compilation, Compiler, example_evidence, manifest_hash};
+pub use check::{Checked, LowerFn, MAX_EXCERPT_BYTES, MAX_RANK, check, check_with};
+pub use compile::{Compilation, Compiler, Session, example_evidence, manifest_hash};
 pub use lower::Budget;

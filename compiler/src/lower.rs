@@ -24,6 +24,9 @@ use regex_automata::nfa::thompson;
 use regex_automata::{MatchKind, util::syntax};
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 
+use std::sync::Arc;
+
+use crate::db::{Db, GroupKey, PatternKey};
 use crate::ir::{Catalogue, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
 use crate::literals;
 use crate::priority::Priority;
@@ -159,18 +162,26 @@ pub fn build_dfa(
 }
 
 /// A pattern prepared for the DFA: its syntax tree (widened when approximate).
-struct Prepared {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
     pattern: String,
     hir: Hir,
     approximate: bool,
     alone_bytes: usize,
 }
 
-fn prepare(pattern: &str, budget: &Budget) -> Result<Prepared, String> {
+/// Prepares a pattern: its DFA alone, exact if it fits, else with bounded gaps widened. Tracked:
+/// a pattern is prepared once per session.
+#[salsa::tracked(returns(ref))]
+pub fn prepared<'db>(db: &'db dyn Db, key: PatternKey<'db>) -> Result<Prepared, String> {
+    prepare(key.text(db), *key.budget(db), *key.wide_budget(db))
+}
+
+fn prepare(pattern: &str, pattern_budget: usize, wide_budget: usize) -> Result<Prepared, String> {
     let hir = parse_hir(pattern)?;
     // A pattern that does not fit is usually a bounded gap, whose subset construction explodes:
     // a small determinization limit makes that attempt fail fast.
-    let attempt = exact_attempt_budget(&hir, budget.pattern_dfa_bytes);
+    let attempt = exact_attempt_budget(&hir, pattern_budget);
     match build_dfa(
         std::slice::from_ref(&hir),
         attempt,
@@ -186,8 +197,8 @@ fn prepare(pattern: &str, budget: &Budget) -> Result<Prepared, String> {
             let widened = widen(&hir);
             let dfa = build_dfa(
                 std::slice::from_ref(&widened),
-                budget.view_dfa_bytes,
-                budget.determinize_bytes,
+                wide_budget,
+                wide_budget.saturating_mul(4),
             )?;
             Ok(Prepared {
                 pattern: pattern.to_owned(),
@@ -199,30 +210,98 @@ fn prepare(pattern: &str, budget: &Budget) -> Result<Prepared, String> {
     }
 }
 
+/// Patterns per DFA, at most: big enough that a real catalogue's view is one DFA, small enough
+/// that determinizing one group stays fast and an edit rebuilds one group, not all.
+pub const GROUP_SIZE: usize = 32;
+
+/// Groups the patterns of a view: exact and widened patterns apart; each kind in buckets by a
+/// stable hash of the id of the rule that uses the pattern, so that editing a rule's pattern
+/// changes its own bucket only.
+fn groups(prepared: &[Prepared], owners: &[String]) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    for approximate in [false, true] {
+        let members: Vec<usize> = (0..prepared.len())
+            .filter(|&i| {
+                prepared
+                    .get(i)
+                    .is_some_and(|p| p.approximate == approximate)
+            })
+            .collect();
+        let buckets = members
+            .len()
+            .div_ceil(GROUP_SIZE)
+            .max(1)
+            .next_power_of_two();
+        let mut grouped: Vec<Vec<usize>> = vec![Vec::new(); buckets];
+        for index in members {
+            let hash = owners.get(index).map_or(0, |owner| stable_hash(owner));
+            if let Some(bucket) = grouped.get_mut((hash % buckets as u64) as usize) {
+                bucket.push(index);
+            }
+        }
+        out.extend(grouped.into_iter().filter(|group| !group.is_empty()));
+    }
+    out
+}
+
+/// FNV-1a: stable across runs and platforms, unlike the standard library's hasher.
+fn stable_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// One built DFA: its serialized bytes and its size in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDfa {
+    /// Little-endian serialization.
+    pub bytes: Vec<u8>,
+    /// Heap size of the DFA.
+    pub memory: usize,
+}
+
+/// Builds one group's DFA. Tracked: a group whose members did not change is not rebuilt.
+#[salsa::tracked(returns(ref))]
+pub fn group_dfa<'db>(db: &'db dyn Db, key: GroupKey<'db>) -> Result<Arc<GroupDfa>, String> {
+    let mut hirs = Vec::new();
+    for (pattern, approximate) in key.patterns(db) {
+        let hir = parse_hir(pattern)?;
+        hirs.push(if *approximate { widen(&hir) } else { hir });
+    }
+    let dfa = build_dfa(&hirs, *key.budget(db), *key.determinize(db))?;
+    let (bytes, padding) = dfa.to_bytes_little_endian();
+    Ok(Arc::new(GroupDfa {
+        bytes: bytes.get(padding..).unwrap_or_default().to_vec(),
+        memory: dfa.memory_usage(),
+    }))
+}
+
 /// Splits `group` (indices into `prepared`) into DFAs that fit the budget.
 fn partition(
+    db: &dyn Db,
     prepared: &[Prepared],
     group: &[usize],
     budget: &Budget,
-    out: &mut Vec<(Vec<usize>, dense::DFA<Vec<u32>>)>,
+    out: &mut Vec<(Vec<usize>, Arc<GroupDfa>)>,
 ) -> Result<(), String> {
     if group.is_empty() {
         return Ok(());
     }
-    let hirs: Vec<Hir> = group
+    let members: Vec<(String, bool)> = group
         .iter()
-        .filter_map(|&i| prepared.get(i).map(|p| p.hir.clone()))
+        .filter_map(|&i| prepared.get(i).map(|p| (p.pattern.clone(), p.approximate)))
         .collect();
-    match build_dfa(&hirs, budget.view_dfa_bytes, budget.determinize_bytes) {
+    let key = GroupKey::new(db, members, budget.view_dfa_bytes, budget.determinize_bytes);
+    match group_dfa(db, key) {
         Ok(dfa) => {
-            out.push((group.to_vec(), dfa));
+            out.push((group.to_vec(), Arc::clone(dfa)));
             Ok(())
         }
-        Err(error) if group.len() == 1 => Err(error),
+        Err(error) if group.len() == 1 => Err(error.clone()),
         Err(_) => {
             let (left, right) = group.split_at(group.len() / 2);
-            partition(prepared, left, budget, out)?;
-            partition(prepared, right, budget, out)
+            partition(db, prepared, left, budget, out)?;
+            partition(db, prepared, right, budget, out)
         }
     }
 }
@@ -266,6 +345,7 @@ fn rule_requirement(rule: &RuleDef) -> Option<literals::Requirement> {
 
 /// Lowers a checked catalogue in effective priority order.
 pub fn lower(
+    db: &dyn Db,
     catalogue: &Catalogue,
     priority: &Priority,
     budget: &Budget,
@@ -292,10 +372,16 @@ pub fn lower(
     let mut dfas = Vec::new();
     let mut reports = Vec::new();
     for (view, patterns) in &view_patterns {
-        let mut prepared = Vec::new();
+        let mut prepared_patterns = Vec::new();
         for pattern in patterns {
-            match prepare(pattern, budget) {
-                Ok(p) => prepared.push(p),
+            let key = PatternKey::new(
+                db,
+                pattern.clone(),
+                budget.pattern_dfa_bytes,
+                budget.view_dfa_bytes,
+            );
+            match prepared(db, key).clone() {
+                Ok(p) => prepared_patterns.push(p),
                 Err(error) => {
                     if let Some(rule) = pattern_owner
                         .get(&(*view, pattern.clone()))
@@ -313,34 +399,38 @@ pub fn lower(
         if !diagnostics.is_empty() {
             continue;
         }
-        let exact: Vec<usize> = (0..prepared.len())
-            .filter(|&i| prepared.get(i).is_some_and(|p| !p.approximate))
-            .collect();
-        let approximate: Vec<usize> = (0..prepared.len())
-            .filter(|&i| prepared.get(i).is_some_and(|p| p.approximate))
-            .collect();
         let mut built = Vec::new();
-        for group in [&exact, &approximate] {
-            if let Err(error) = partition(&prepared, group, budget, &mut built) {
+        let owners: Vec<String> = patterns
+            .iter()
+            .map(|pattern| {
+                pattern_owner
+                    .get(&(*view, pattern.clone()))
+                    .and_then(|&i| catalogue.rules.get(i))
+                    .map(|rule| rule.id.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        for group in groups(&prepared_patterns, &owners) {
+            if let Err(error) = partition(db, &prepared_patterns, &group, budget, &mut built) {
                 diagnostics.push(Diagnostic::new(
                     Code::AutomatonTooLarge,
                     format!("a `{view}` automaton exceeds its budget: {error}"),
                 ));
             }
         }
-        let mut pattern_entries: Vec<Option<PatternEntry>> = vec![None; prepared.len()];
+        let mut pattern_entries: Vec<Option<PatternEntry>> = vec![None; prepared_patterns.len()];
         let mut dfa_entries = Vec::new();
         for (position, (members, dfa)) in built.iter().enumerate() {
-            let (bytes, padding) = dfa.to_bytes_little_endian();
-            dfas.push(bytes.get(padding..).unwrap_or_default().to_vec());
+            dfas.push(dfa.bytes.clone());
             dfa_entries.push(DfaEntry {
                 section: dfas.len() as u32,
                 pattern_count: members.len() as u32,
             });
             for (dfa_pattern, &member) in members.iter().enumerate() {
-                if let (Some(slot), Some(p)) =
-                    (pattern_entries.get_mut(member), prepared.get(member))
-                {
+                if let (Some(slot), Some(p)) = (
+                    pattern_entries.get_mut(member),
+                    prepared_patterns.get(member),
+                ) {
                     *slot = Some(PatternEntry {
                         pattern: p.pattern.clone(),
                         dfa: position as u32,
@@ -351,7 +441,7 @@ pub fn lower(
                 }
             }
         }
-        for p in &prepared {
+        for p in &prepared_patterns {
             reports.push(PatternReport {
                 view: *view,
                 pattern: p.pattern.clone(),

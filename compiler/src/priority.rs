@@ -32,8 +32,8 @@ pub struct Priority {
     pub position: Vec<usize>,
     /// Direct in-tier edges `(a, b) → why a precedes b`.
     edges: BTreeMap<(usize, usize), Edge>,
-    /// Transitive in-tier precedence: `reach[a][b]` when `a` precedes `b`.
-    reach: Vec<Vec<bool>>,
+    /// Transitive in-tier precedence: bit `b` of row `a` when `a` precedes `b`.
+    reach: Vec<Bits>,
 }
 
 /// How two rules are ordered.
@@ -66,11 +66,7 @@ impl Priority {
     }
 
     fn reaches(&self, a: usize, b: usize) -> bool {
-        self.reach
-            .get(a)
-            .and_then(|row| row.get(b))
-            .copied()
-            .unwrap_or(false)
+        self.reach.get(a).is_some_and(|row| row.get(b))
     }
 
     /// Explains how `a` and `b` are ordered, from `a`'s point of view.
@@ -176,30 +172,25 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
             }
         }
     }
-    let mut reach = vec![vec![false; count]; count];
+    let mut reach = vec![Bits::new(count); count];
     for &(a, b) in edges.keys() {
-        if let Some(slot) = reach.get_mut(a).and_then(|row| row.get_mut(b)) {
-            *slot = true;
+        if let Some(row) = reach.get_mut(a) {
+            row.set(b);
         }
     }
-    // Transitive closure (Warshall): catalogues have hundreds to thousands of rules.
+    // Transitive closure (Warshall over bit rows): catalogues have hundreds to thousands of
+    // rules, so rows are OR-ed 64 rules at a time.
     for k in 0..count {
-        let row_k = reach.get(k).cloned().unwrap_or_default();
+        let row_k = reach.get(k).cloned().unwrap_or_else(|| Bits::new(count));
         for row in reach.iter_mut() {
-            if row.get(k).copied().unwrap_or(false) {
-                for (slot, via) in row.iter_mut().zip(&row_k) {
-                    *slot |= *via;
-                }
+            if row.get(k) {
+                row.or(&row_k);
             }
         }
     }
     let mut reported = vec![false; count];
     for start in 0..count {
-        let on_cycle = reach
-            .get(start)
-            .and_then(|row| row.get(start))
-            .copied()
-            .unwrap_or(false);
+        let on_cycle = reach.get(start).is_some_and(|row| row.get(start));
         if on_cycle && !reported.get(start).copied().unwrap_or(true) {
             let cycle = find_cycle(&edges, start);
             for &(a, _, _) in &cycle {
@@ -213,21 +204,19 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
     // Break cycles for the order itself: a rule never precedes itself, and on a cycle the
     // relations are ignored in favour of rank and id.
     for (a, row) in reach.iter_mut().enumerate() {
-        if row.get(a).copied().unwrap_or(false) {
-            row.iter_mut().for_each(|slot| *slot = false);
+        if row.get(a) {
+            *row = Bits::new(count);
         }
     }
-    let precedence_count = |i: usize| {
-        (0..count)
-            .filter(|&j| {
-                reach
-                    .get(j)
-                    .and_then(|r| r.get(i))
-                    .copied()
-                    .unwrap_or(false)
-            })
-            .count()
-    };
+    let mut predecessors = vec![0usize; count];
+    for row in &reach {
+        for (i, slot) in predecessors.iter_mut().enumerate() {
+            if row.get(i) {
+                *slot += 1;
+            }
+        }
+    }
+    let precedence_count = |i: usize| predecessors.get(i).copied().unwrap_or(0);
     let mut order: Vec<usize> = (0..count).collect();
     order.sort_by_cached_key(|&i| {
         let rule = catalogue.rules.get(i);
@@ -417,5 +406,33 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
             name(a),
             name(b)
         ),
+    }
+}
+
+/// A fixed-size set of rule indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(len: usize) -> Self {
+        Bits(vec![0; len.div_ceil(64)])
+    }
+
+    fn get(&self, index: usize) -> bool {
+        self.0
+            .get(index / 64)
+            .is_some_and(|word| word >> (index % 64) & 1 == 1)
+    }
+
+    fn set(&mut self, index: usize) {
+        if let Some(word) = self.0.get_mut(index / 64) {
+            *word |= 1 << (index % 64);
+        }
+    }
+
+    fn or(&mut self, other: &Bits) {
+        for (word, other) in self.0.iter_mut().zip(&other.0) {
+            *word |= other;
+        }
     }
 }

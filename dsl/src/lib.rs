@@ -24,6 +24,9 @@ pub use ast::SyntaxFile;
 pub use codes::{Code, Severity, registry_markdown};
 pub use diagnostic::{Diagnostic, Label};
 pub use format::{FormatError, format};
-pub use load::{LoadedCatalogue, LoadedFile, MemorySources, SourceProvider, load, normalize_path};
+pub use load::{
+    LoadedCatalogue, LoadedFile, MemorySources, ParseFn, SourceProvider, load, load_with,
+    normalize_path,
+};
 pub use parser::parse;
 pub use source::{LineColumn, SourceFile, Span};

@@ -95,10 +95,28 @@ pub fn load(
     root: &Path,
     sources: &dyn SourceProvider,
 ) -> std::io::Result<(LoadedCatalogue, Vec<Diagnostic>)> {
+    load_with(root, sources, &mut |name: &str, text: String| {
+        let source = SourceFile::new(name, text);
+        let (syntax, diagnostics) = parse(&source);
+        (source, syntax, diagnostics)
+    })
+}
+
+/// How a loader turns a file's name and text into its source, tree and syntax diagnostics.
+pub type ParseFn<'a> =
+    dyn FnMut(&str, String) -> (Arc<SourceFile>, SyntaxFile, Vec<Diagnostic>) + 'a;
+
+/// [`load`], with the parsing step supplied by the caller (an incremental session memoizes it).
+pub fn load_with(
+    root: &Path,
+    sources: &dyn SourceProvider,
+    parse: &mut ParseFn<'_>,
+) -> std::io::Result<(LoadedCatalogue, Vec<Diagnostic>)> {
     let root = normalize_path(root);
     let text = sources.read(&root)?;
     let mut loader = Loader {
         sources,
+        parse,
         files: Vec::new(),
         diagnostics: Vec::new(),
         stack: Vec::new(),
@@ -112,18 +130,18 @@ pub fn load(
     ))
 }
 
-struct Loader<'a> {
+struct Loader<'a, 'p> {
     sources: &'a dyn SourceProvider,
+    parse: &'a mut ParseFn<'p>,
     files: Vec<LoadedFile>,
     diagnostics: Vec<Diagnostic>,
     /// The chain of files being visited, for cycle detection.
     stack: Vec<PathBuf>,
 }
 
-impl Loader<'_> {
+impl Loader<'_, '_> {
     fn visit(&mut self, path: PathBuf, text: String) {
-        let source = SourceFile::new(display(&path), text);
-        let (syntax, diagnostics) = parse(&source);
+        let (source, syntax, diagnostics) = (self.parse)(&display(&path), text);
         self.diagnostics.extend(diagnostics);
         let includes: Vec<_> = syntax
             .items

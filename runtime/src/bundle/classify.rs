@@ -21,22 +21,52 @@ use crate::vocab::{EvidenceField, TextView};
 /// letters (KELVIN SIGN → k, LATIN SMALL LETTER LONG S → s).
 const NON_ASCII_FOLDS: [&[u8]; 2] = ["\u{212A}".as_bytes(), "\u{017F}".as_bytes()];
 
-/// What happened to each rule during one classification, in priority order.
+/// What happened to one rule during a classification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A guard on this field does not hold.
+    Guard(EvidenceField),
+    /// None of the rule's literals occurs in the text.
+    Prefiltered,
+    /// This matcher (0-based) does not match.
+    NoMatch(usize),
+    /// This veto (0-based) matched.
+    Vetoed(usize),
+    /// The remediation capture found nothing.
+    NoCapture,
+    /// The rule fired.
+    Fired,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Guard(field) => write!(f, "guard on `{field}` does not hold"),
+            Step::Prefiltered => f.write_str("none of its literals occurs (prefilter)"),
+            Step::NoMatch(index) => write!(f, "matcher {} does not match", index + 1),
+            Step::Vetoed(index) => write!(f, "vetoed by `unless` {}", index + 1),
+            Step::NoCapture => f.write_str("remediation capture found nothing"),
+            Step::Fired => f.write_str("fired"),
+        }
+    }
+}
+
+/// What happened to every rule during one classification, by position in priority order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trace {
-    /// (rule id, what happened), for every rule in priority order.
-    pub steps: Vec<(String, String)>,
-    /// Whether each rule fired (the first one that did won).
-    pub fired: Vec<bool>,
+    /// One step per rule, in priority order.
+    pub steps: Vec<Step>,
 }
 
 impl Trace {
-    /// Whether the rule with this id fired.
-    pub fn fired(&self, rule: &str) -> bool {
-        self.steps
-            .iter()
-            .zip(&self.fired)
-            .any(|((id, _), fired)| id == rule && *fired)
+    /// Whether the rule at `position` fired.
+    pub fn fired(&self, position: usize) -> bool {
+        self.steps.get(position) == Some(&Step::Fired)
+    }
+
+    /// The position of the first rule that fired: the winner.
+    pub fn winner(&self) -> Option<usize> {
+        self.steps.iter().position(|step| *step == Step::Fired)
     }
 }
 
@@ -211,6 +241,31 @@ impl Engine {
         admitted
     }
 
+    /// Evaluates one rule alone: whether it fires on `evidence`, whatever outranks it.
+    pub(super) fn fires(
+        &self,
+        model: &CatalogueModel,
+        position: usize,
+        evidence: &Evidence,
+    ) -> Step {
+        let Some(rule) = model.rules.get(position) else {
+            return Step::Guard(EvidenceField::Phase);
+        };
+        let raw = evidence.raw_text();
+        let texts = Texts {
+            raw: &raw,
+            sanitized: OnceCell::new(),
+        };
+        let matched = self.scan_cells();
+        let admitted = if rule.gated {
+            self.admitted(&raw, model.rules.len())
+        } else {
+            Vec::new()
+        };
+        self.evaluate(position, rule, evidence, &texts, &matched, &admitted)
+            .step()
+    }
+
     pub(super) fn classify(
         &self,
         model: &CatalogueModel,
@@ -223,8 +278,7 @@ impl Engine {
             raw: &raw,
             sanitized: OnceCell::new(),
         };
-        let matched: Vec<OnceCell<Vec<bool>>> =
-            self.views.iter().map(|_| OnceCell::new()).collect();
+        let matched = self.scan_cells();
         let needs_prefilter = model.rules.iter().any(|rule| rule.gated);
         let admitted = if needs_prefilter {
             self.admitted(&raw, model.rules.len())
@@ -234,10 +288,8 @@ impl Engine {
         let mut winner = None;
         for (index, rule) in model.rules.iter().enumerate() {
             let outcome = self.evaluate(index, rule, evidence, &texts, &matched, &admitted);
-            let fired = matches!(outcome, Outcome::Fired(_));
             if let Some(trace) = trace.as_deref_mut() {
-                trace.steps.push((rule.id.clone(), outcome.describe()));
-                trace.fired.push(fired);
+                trace.steps.push(outcome.step());
             }
             if let (Outcome::Fired(remediation), None) = (outcome, &winner) {
                 winner = Some((rule, remediation));
@@ -285,7 +337,7 @@ impl Engine {
         rule: &RuleEntry,
         evidence: &Evidence,
         texts: &Texts<'_>,
-        matched: &[OnceCell<Vec<bool>>],
+        matched: &[Vec<OnceCell<PatternSet>>],
         admitted: &[bool],
     ) -> Outcome {
         if let Some(field) = failed_guard(&rule.guards, evidence) {
@@ -336,7 +388,7 @@ impl Engine {
         literal: Option<&Regex>,
         evidence: &Evidence,
         texts: &Texts<'_>,
-        matched: &[OnceCell<Vec<bool>>],
+        matched: &[Vec<OnceCell<PatternSet>>],
     ) -> bool {
         let text = texts.get(matcher.view);
         match &matcher.kind {
@@ -348,13 +400,22 @@ impl Engine {
                 else {
                     return false;
                 };
-                let (Some(view), Some(cell)) =
-                    (self.views.get(view_index), matched.get(view_index))
-                else {
+                let Some(view) = self.views.get(view_index) else {
                     return false;
                 };
-                let set = cell.get_or_init(|| self.match_view(view, text));
-                if !set.get(*pattern as usize).copied().unwrap_or(false) {
+                let Some((dfa, dfa_pattern, exact)) = view.patterns.get(*pattern as usize) else {
+                    return false;
+                };
+                // Each DFA is scanned at most once per classification, and only when a rule
+                // that needs one of its patterns is reached.
+                let set = matched
+                    .get(view_index)
+                    .and_then(|cells| cells.get(*dfa))
+                    .map(|cell| cell.get_or_init(|| self.scan(view.dfas.get(*dfa).copied(), text)));
+                let hit = set.is_some_and(|set| {
+                    regex_automata::PatternID::new(*dfa_pattern).is_ok_and(|id| set.contains(id))
+                });
+                if !hit || exact.as_ref().is_some_and(|regex| !regex.is_match(text)) {
                     return false;
                 }
                 match group_equals {
@@ -406,29 +467,24 @@ impl Engine {
         }
     }
 
-    /// One overlapping pass of each DFA of a view; over-approximated hits are confirmed.
-    fn match_view(&self, view: &ViewEngine, text: &str) -> Vec<bool> {
-        let mut sets = Vec::with_capacity(view.dfas.len());
-        for dfa_index in &view.dfas {
-            let Some(dfa) = self.dfas.get(*dfa_index) else {
-                sets.push(PatternSet::new(0));
-                continue;
-            };
-            let mut set = PatternSet::new(dfa.pattern_len());
-            // The DFAs are built without quit bytes, so the search cannot fail; were it to, no
-            // pattern counts as matched and lower-priority rules decide.
-            let _ = dfa.try_which_overlapping_matches(&Input::new(text), &mut set);
-            sets.push(set);
-        }
-        view.patterns
+    /// Empty scan results, one per DFA of each view.
+    fn scan_cells(&self) -> Vec<Vec<OnceCell<PatternSet>>> {
+        self.views
             .iter()
-            .map(|(dfa, dfa_pattern, exact)| {
-                let hit = sets.get(*dfa).is_some_and(|set| {
-                    regex_automata::PatternID::new(*dfa_pattern).is_ok_and(|id| set.contains(id))
-                });
-                hit && exact.as_ref().is_none_or(|regex| regex.is_match(text))
-            })
+            .map(|view| view.dfas.iter().map(|_| OnceCell::new()).collect())
             .collect()
+    }
+
+    /// One overlapping pass of one DFA: every pattern that matches somewhere.
+    fn scan(&self, dfa: Option<usize>, text: &str) -> PatternSet {
+        let Some(dfa) = dfa.and_then(|index| self.dfas.get(index)) else {
+            return PatternSet::new(0);
+        };
+        let mut set = PatternSet::new(dfa.pattern_len());
+        // The DFAs are built without quit bytes, so the search cannot fail; were it to, no
+        // pattern counts as matched and lower-priority rules decide.
+        let _ = dfa.try_which_overlapping_matches(&Input::new(text), &mut set);
+        set
     }
 }
 
@@ -461,14 +517,14 @@ enum Outcome {
 }
 
 impl Outcome {
-    fn describe(&self) -> String {
+    fn step(&self) -> Step {
         match self {
-            Outcome::Guard(field) => format!("guard on `{field}` does not hold"),
-            Outcome::Prefiltered => "none of its literals occurs (prefilter)".to_owned(),
-            Outcome::NoMatch(index) => format!("matcher {} does not match", index + 1),
-            Outcome::Vetoed(index) => format!("vetoed by `unless` {}", index + 1),
-            Outcome::NoCapture => "remediation capture found nothing".to_owned(),
-            Outcome::Fired(_) => "fired".to_owned(),
+            Outcome::Guard(field) => Step::Guard(*field),
+            Outcome::Prefiltered => Step::Prefiltered,
+            Outcome::NoMatch(index) => Step::NoMatch(*index),
+            Outcome::Vetoed(index) => Step::Vetoed(*index),
+            Outcome::NoCapture => Step::NoCapture,
+            Outcome::Fired(_) => Step::Fired,
         }
     }
 }

@@ -11,7 +11,7 @@ pub mod wire;
 
 use regex_automata::dfa::dense;
 
-pub use classify::Trace;
+pub use classify::{Step, Trace};
 use model::{CatalogueModel, MatcherEntry, MatcherKindEntry, RemediationEntry};
 pub use wire::Header;
 
@@ -100,6 +100,7 @@ pub struct Bundle {
     header: Header,
     model: CatalogueModel,
     engine: classify::Engine,
+    positions: std::collections::HashMap<String, usize>,
 }
 
 impl Bundle {
@@ -124,10 +125,17 @@ impl Bundle {
         }
         validate_model(&model, &dfas)?;
         let engine = classify::Engine::new(&model, dfas)?;
+        let positions = model
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(position, rule)| (rule.id.clone(), position))
+            .collect();
         Ok(Bundle {
             header: raw.header,
             model,
             engine,
+            positions,
         })
     }
 
@@ -148,6 +156,16 @@ impl Bundle {
     /// The header.
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// What one rule, alone, does on `evidence` (whether or not it would win).
+    pub fn rule_step(&self, position: usize, evidence: &crate::Evidence) -> Step {
+        self.engine.fires(&self.model, position, evidence)
+    }
+
+    /// The position of a rule in priority order, by id.
+    pub fn rule_position(&self, id: &str) -> Option<usize> {
+        self.positions.get(id).copied()
     }
 
     /// The catalogue model.

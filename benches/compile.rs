@@ -1,0 +1,90 @@
+//! Compile-side benchmarks: checking the repository catalogue, a full check and an incremental
+//! re-check (one rule edited) of a generated 1,000-rule catalogue, and building and loading the
+//! repository catalogue's bundle. Run with `cargo bench --bench compile`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "a benchmark fails by panicking, and reports sizes on standard error"
+)]
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use faultline_compiler::synthetic::synthetic_files;
+use faultline_compiler::{Compiler, Session};
+use faultline_dsl::{MemorySources, SourceProvider};
+use faultline_runtime::Bundle;
+
+struct FileSystem;
+
+impl SourceProvider for FileSystem {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+}
+
+const SYNTHETIC_RULES: usize = 1000;
+const EDITED_RULE: usize = 500;
+
+fn repository_catalogue(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue/catalogue.rules");
+    c.bench_function("check/repository catalogue (full pipeline)", |b| {
+        b.iter(|| {
+            let (loaded, _) = faultline_dsl::load(&root, &FileSystem).unwrap();
+            let compilation = Compiler::new().compile(&loaded);
+            assert!(!compilation.has_errors());
+            black_box(compilation)
+        })
+    });
+    let (loaded, _) = faultline_dsl::load(&root, &FileSystem).unwrap();
+    let bytes = Compiler::new().compile(&loaded).bundle.unwrap();
+    eprintln!("repository bundle: {} bytes", bytes.len());
+    c.bench_function("bundle/load and validate (repository catalogue)", |b| {
+        b.iter(|| black_box(Bundle::from_bytes(black_box(&bytes)).unwrap()))
+    });
+}
+
+fn synthetic(c: &mut Criterion) {
+    let mut group = c.benchmark_group("check/synthetic 1000 rules");
+    group.sample_size(10);
+    let sources = |edit: Option<(usize, usize)>| {
+        let mut sources = MemorySources::new();
+        for (path, text) in synthetic_files(SYNTHETIC_RULES, edit) {
+            sources.insert(format!("synthetic/{path}"), text);
+        }
+        sources
+    };
+    let root = Path::new("synthetic/catalogue.rules");
+    group.bench_function("full check", |b| {
+        let sources = sources(None);
+        b.iter(|| {
+            let (loaded, _) = faultline_dsl::load(root, &sources).unwrap();
+            let compilation = Compiler::new().compile(&loaded);
+            assert!(!compilation.has_errors());
+            black_box(compilation)
+        })
+    });
+    group.bench_function("re-check after editing one rule", |b| {
+        let mut session = Session::new(Compiler::new());
+        let (loaded, _) = session.load(root, &sources(None)).unwrap();
+        assert!(!session.compile(&loaded).has_errors());
+        // Every iteration is a new edit of the same rule, so nothing about it is memoized.
+        let mut variant = 0;
+        b.iter(|| {
+            variant += 1;
+            let (loaded, _) = session
+                .load(root, &sources(Some((EDITED_RULE, variant))))
+                .unwrap();
+            let compilation = session.compile(&loaded);
+            assert!(!compilation.has_errors());
+            black_box(compilation)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, repository_catalogue, synthetic);
+criterion_main!(benches);

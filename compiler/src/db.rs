@@ -1,0 +1,121 @@
+//! The incremental database (salsa): parsing, per-pattern lowering, per-group automata and
+//! per-query analysis are tracked queries, so that checking a catalogue again after an edit
+//! recomputes only what the edit reaches. Keys are interned values (pattern texts, component
+//! lists); a query's result depends on nothing but its key, so it stays valid until evicted.
+
+use std::sync::Arc;
+
+use faultline_dsl::{Diagnostic, SourceFile, SyntaxFile};
+
+/// The database trait the compiler's queries run against.
+#[salsa::db]
+pub trait Db: salsa::Database {}
+
+/// The concrete database. Keep one per session to reuse work across compilations.
+#[salsa::db]
+#[derive(Clone, Default)]
+pub struct Database {
+    storage: salsa::Storage<Self>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Database")
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for Database {}
+
+#[salsa::db]
+impl Db for Database {}
+
+/// One source file's text, as the session last read it.
+#[salsa::input(debug)]
+pub struct SourceInput {
+    /// The name it is shown under.
+    #[returns(ref)]
+    pub name: String,
+    /// Its text.
+    #[returns(ref)]
+    pub text: String,
+}
+
+/// A parsed file.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The source, for diagnostics.
+    pub source: Arc<SourceFile>,
+    /// The syntax tree.
+    pub syntax: SyntaxFile,
+    /// Syntax diagnostics.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Parsing, tracked per file.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn parsed(db: &dyn Db, file: SourceInput) -> Arc<Parsed> {
+    let source = SourceFile::new(file.name(db).clone(), file.text(db).clone());
+    let (syntax, diagnostics) = faultline_dsl::parse(&source);
+    Arc::new(Parsed {
+        source,
+        syntax,
+        diagnostics,
+    })
+}
+
+/// A pattern and the size budget it is built under.
+#[salsa::interned(debug)]
+pub struct PatternKey<'db> {
+    /// The pattern text.
+    #[returns(ref)]
+    pub text: String,
+    /// The budget of an exact attempt, in bytes.
+    pub budget: usize,
+    /// The budget of the widened attempt, in bytes.
+    pub wide_budget: usize,
+}
+
+/// A group of patterns (with their widened flag) built into one DFA under a budget.
+#[salsa::interned(debug)]
+pub struct GroupKey<'db> {
+    /// Member patterns.
+    #[returns(ref)]
+    pub patterns: Vec<(String, bool)>,
+    /// The budget, in bytes.
+    pub budget: usize,
+    /// Memory the determinizer may use.
+    pub determinize: usize,
+}
+
+/// An analysis query: components (pattern, must match, view index), witnesses wanted, and the
+/// budgets it runs under.
+#[salsa::interned(debug)]
+pub struct QueryKey<'db> {
+    /// The components.
+    #[returns(ref)]
+    pub components: Vec<(String, bool, u8)>,
+    /// How many witnesses to collect.
+    pub wanted: usize,
+    /// Product states the search may explore.
+    pub max_states: usize,
+    /// Size budget of each component automaton.
+    pub component_budget: usize,
+}
+
+/// A pattern's text, interned.
+#[salsa::interned(debug)]
+pub struct PatternText<'db> {
+    /// The pattern as written.
+    #[returns(ref)]
+    pub text: String,
+}
+
+/// Validating and lowering a pattern, tracked.
+#[salsa::tracked(returns(ref))]
+pub fn lowered_pattern<'db>(
+    db: &'db dyn Db,
+    pattern: PatternText<'db>,
+) -> Result<crate::pattern::LoweredPattern, Vec<crate::pattern::PatternProblem>> {
+    crate::pattern::lower(pattern.text(db))
+}
