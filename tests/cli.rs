@@ -205,3 +205,81 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&directory).unwrap();
     directory
 }
+
+#[test]
+fn watch_mode_checks_again_after_an_edit() {
+    use std::io::BufRead as _;
+    let directory = tempdir().join("watch");
+    std::fs::create_dir_all(&directory).unwrap();
+    let catalogue =
+        std::fs::read_to_string(common::root().join("fixtures/valid/all-constructs.rules"))
+            .unwrap();
+    std::fs::create_dir_all(directory.join("support")).unwrap();
+    std::fs::copy(
+        common::root().join("fixtures/valid/support/included-code.rules"),
+        directory.join("support/included-code.rules"),
+    )
+    .unwrap();
+    let file = directory.join("catalogue.rules");
+    std::fs::write(&file, &catalogue).unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("faultline"))
+        .args([
+            "check",
+            "--watch",
+            "--color",
+            "never",
+            directory.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |needle: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            if let Ok(line) = receiver.recv_timeout(std::time::Duration::from_millis(200))
+                && line.contains(needle)
+            {
+                return true;
+            }
+        }
+        false
+    };
+    assert!(wait_for("0 errors"), "the first check did not finish");
+    std::fs::write(
+        &file,
+        catalogue.replace(
+            "code provider_overloaded\n    confidence high\n    tier structured",
+            "code provider_overload\n    confidence high\n    tier structured",
+        ),
+    )
+    .unwrap();
+    let found = wait_for("error[FL0013]");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(found, "the edit was not checked again");
+}
+
+#[test]
+fn the_readme_says_what_the_main_command_prints() {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let claimed = readme
+        .lines()
+        .find_map(|line| line.strip_prefix("The first prints `"))
+        .and_then(|rest| rest.split('`').next())
+        .expect("the README says what the main command prints");
+    let output = faultline(&["check", "catalogue/"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stdout(&output).trim_end(), claimed);
+}

@@ -39,6 +39,9 @@ pub struct Args {
     /// Colour human output.
     #[arg(long, value_enum, default_value_t)]
     color: ColorChoice,
+    /// Keep running, and check again whenever a `.rules` file under PATH changes.
+    #[arg(long)]
+    watch: bool,
     #[command(flatten)]
     budgets: super::Budgets,
 }
@@ -46,6 +49,8 @@ pub struct Args {
 #[derive(Default)]
 struct Run {
     compiler: faultline_compiler::Compiler,
+    /// One incremental session per catalogue root, kept across watch-mode runs.
+    sessions: std::collections::HashMap<PathBuf, faultline_compiler::Session>,
     diagnostics: Vec<Diagnostic>,
     catalogues: usize,
     rules: usize,
@@ -54,7 +59,12 @@ struct Run {
 
 impl Run {
     fn check_root(&mut self, root: &Path) -> Option<HashSet<PathBuf>> {
-        match load(root, &FileSystem) {
+        let compiler = self.compiler;
+        let session = self
+            .sessions
+            .entry(root.to_path_buf())
+            .or_insert_with(|| faultline_compiler::Session::new(compiler));
+        match session.load(root, &FileSystem) {
             Ok((loaded, diagnostics)) => {
                 let syntax_errors = diagnostics.iter().any(Diagnostic::is_error);
                 self.diagnostics.extend(diagnostics);
@@ -64,7 +74,7 @@ impl Run {
                     let checked = faultline_compiler::check(&loaded);
                     (checked.diagnostics, checked.catalogue.rules.len())
                 } else {
-                    let compilation = self.compiler.compile(&loaded);
+                    let compilation = session.compile(&loaded);
                     (compilation.diagnostics, compilation.catalogue.rules.len())
                 };
                 self.diagnostics.extend(diagnostics);
@@ -150,6 +160,47 @@ pub fn run(args: &Args) -> Exit {
         compiler: args.budgets.compiler(),
         ..Run::default()
     };
+    let exit = run_once(&mut run, args);
+    if !args.watch {
+        return exit;
+    }
+    // Watch mode runs until interrupted; each change is checked with the sessions' memory, so
+    // only what the edit reaches is recomputed.
+    let mut seen = fingerprint(&args.paths);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let now = fingerprint(&args.paths);
+        if now != seen {
+            seen = now;
+            out("\n--- change detected, checking again ---\n");
+            run_once(&mut run, args);
+        }
+    }
+}
+
+/// Names, sizes and modification times of every `.rules` file under the paths.
+fn fingerprint(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut found = Vec::new();
+    for path in paths {
+        let files = if path.is_dir() {
+            files::rules_files(path).unwrap_or_default()
+        } else {
+            vec![path.clone()]
+        };
+        for file in files {
+            let metadata = std::fs::metadata(&file).ok();
+            let len = metadata.as_ref().map_or(0, std::fs::Metadata::len);
+            found.push((file, len, metadata.and_then(|m| m.modified().ok())));
+        }
+    }
+    found
+}
+
+fn run_once(run: &mut Run, args: &Args) -> Exit {
+    run.diagnostics.clear();
+    run.catalogues = 0;
+    run.rules = 0;
+    run.io_failures = 0;
     for path in &args.paths {
         if path.is_dir() {
             run.check_directory(path);
