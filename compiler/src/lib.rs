@@ -6,10 +6,10 @@
 //! collision analysis over the automata ([`analysis`]). [`Compiler`] runs it all; each stage
 //! reports in the one diagnostic vocabulary of `faultline_dsl::Code`.
 //!
-//! - [`pattern`] validates regexes and lowers them to RE2 semantics (ASCII `\b`, `\d`, `\s`,
+//! - [`mod@pattern`] validates regexes and lowers them to RE2 semantics (ASCII `\b`, `\d`, `\s`,
 //!   `\w`), the form every engine compiles;
-//! - [`literals`] derives each rule's required words for the runtime prefilter;
-//! - [`reference`] is the simplest possible evaluation of a catalogue, the twin the compiled
+//! - [`mod@literals`] derives each rule's required words for the runtime prefilter;
+//! - [`mod@reference`] is the simplest possible evaluation of a catalogue, the twin the compiled
 //!   bundle is tested against.
 
 pub mod analysis;

@@ -53,7 +53,7 @@ impl Default for Budget {
 }
 
 /// Bounded repetitions longer than this are widened when a pattern does not fit its budget.
-const WIDEN_ABOVE: u32 = 8;
+pub const WIDEN_ABOVE: u32 = 8;
 
 /// How one pattern was lowered.
 #[derive(Debug, Clone, PartialEq, Eq)]
