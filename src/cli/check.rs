@@ -160,13 +160,18 @@ pub fn run(args: &Args) -> Exit {
         compiler: args.budgets.compiler(),
         ..Run::default()
     };
+    // Taken before the first check, so that an edit made while it runs is not missed.
+    let mut seen = if args.watch {
+        fingerprint(&args.paths)
+    } else {
+        Vec::new()
+    };
     let exit = run_once(&mut run, args);
     if !args.watch {
         return exit;
     }
     // Watch mode runs until interrupted; each change is checked with the sessions' memory, so
     // only what the edit reaches is recomputed.
-    let mut seen = fingerprint(&args.paths);
     loop {
         std::thread::sleep(std::time::Duration::from_millis(250));
         let now = fingerprint(&args.paths);
