@@ -104,22 +104,8 @@ impl RuleDef {
     }
 }
 
-/// Structured guards; `None` means "any value".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Guards {
-    /// Allowed phases.
-    pub phase: Option<Vec<Phase>>,
-    /// Allowed provider ids.
-    pub provider_id: Option<Vec<String>>,
-    /// Allowed evidence sources.
-    pub source: Option<Vec<Source>>,
-    /// Allowed HTTP statuses.
-    pub http_status: Option<Vec<u16>>,
-    /// Allowed exit codes.
-    pub exit_code: Option<Vec<i32>>,
-    /// Fields that must be present (set, and non-empty for text).
-    pub present: Vec<EvidenceField>,
-}
+/// Structured guards; `None` means "any value". The same type the bundle carries.
+pub type Guards = faultline_runtime::bundle::model::GuardsEntry;
 
 /// A text matcher over one view of the evidence text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use faultline_dsl::{Code, Diagnostic};
 use faultline_runtime::bundle::model::{
-    CatalogueModel, CodeEntry, DfaEntry, GuardsEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
+    CatalogueModel, CodeEntry, DfaEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
     PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
 };
 use faultline_runtime::bundle::{Header, wire};
@@ -528,14 +528,7 @@ pub fn lower(
             confidence: rule.confidence,
             scope: rule.scope,
             tier: rule.tier as u32,
-            guards: GuardsEntry {
-                phase: rule.guards.phase.clone(),
-                provider_id: rule.guards.provider_id.clone(),
-                source: rule.guards.source.clone(),
-                http_status: rule.guards.http_status.clone(),
-                exit_code: rule.guards.exit_code.clone(),
-                present: rule.guards.present.clone(),
-            },
+            guards: rule.guards.clone(),
             matchers: rule.matchers.iter().map(&matcher_entry).collect(),
             vetoes: rule.vetoes.iter().map(&matcher_entry).collect(),
             timing: rule.timing.clone(),
