@@ -197,3 +197,13 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_section_offset_near_the_end_of_the_address_space_is_refused_not_overflowed() {
+    let mut bytes = CATALOGUE.clone();
+    let body = header_len(&bytes);
+    bytes[body..body + 8].copy_from_slice(&(u64::MAX - 10).to_le_bytes());
+    bytes[body + 8..body + 16].copy_from_slice(&0u64.to_le_bytes());
+    rehash(&mut bytes);
+    assert!(Bundle::from_bytes(&bytes).is_err());
+}

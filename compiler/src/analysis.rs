@@ -616,7 +616,7 @@ impl Analyzer<'_> {
 
     /// Whether the rule at bundle position `position` fires on `evidence`, alone.
     fn fires(&self, position: usize, evidence: &Evidence) -> bool {
-        self.bundle.rule_step(position, evidence) == Step::Fired
+        self.bundle.rule_step(position, evidence) == Some(Step::Fired)
     }
 
     /// Finds the first witness of a query on which `verify` holds.

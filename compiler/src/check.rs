@@ -1147,6 +1147,29 @@ impl Checker<'_> {
             );
             return None;
         }
+        // `prefix` and `whole` compare the trimmed text: surrounding whitespace in the literal
+        // could never be there.
+        if kind != "contains" && literal.value.trim() != literal.value {
+            self.push(
+                Diagnostic::new(
+                    Code::EmptyLiteral,
+                    format!(
+                        "`{kind}` literal `{}` has surrounding whitespace",
+                        literal.value
+                    ),
+                )
+                .primary(
+                    file,
+                    literal.span,
+                    "the text is trimmed before it is compared, so this whitespace can never match",
+                )
+                .help(format!(
+                    "remove the leading and trailing whitespace: `{kind} \"{}\"`",
+                    literal.value.trim()
+                )),
+            );
+            return None;
+        }
         Some(literal.value.clone())
     }
 
@@ -1177,7 +1200,23 @@ impl Checker<'_> {
                             );
                             return None;
                         }
-                        Some((group, field?))
+                        let field = field?;
+                        if !matches!(
+                            field,
+                            EvidenceField::ProviderId
+                                | EvidenceField::ResetHint
+                                | EvidenceField::Stderr
+                                | EvidenceField::Stdout
+                                | EvidenceField::ManagedRuntimePackageSpec
+                        ) {
+                            self.push(
+                                Diagnostic::new(Code::TypeMismatch, format!("a capture group can only equal a text field, not `{field}`"))
+                                    .primary(file, condition.field.span, "not a text field")
+                                    .help("compare with `provider_id`, `reset_hint`, `stderr`, `stdout` or `managed_runtime_package_spec`; structured fields are tested with `when`"),
+                            );
+                            return None;
+                        }
+                        Some((group, field))
                     }
                     None => None,
                 };

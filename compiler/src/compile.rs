@@ -133,12 +133,15 @@ impl Compiler {
         }
         let (priority, cycles) = priority::order(&catalogue);
         diagnostics.extend(cycles);
-        let catch_all = priority
+        // The last rule in priority order must fire on everything: then every evidence
+        // classifies, and nothing is ordered after a rule that would shadow it.
+        let last = priority.order.last().and_then(|&i| catalogue.rules.get(i));
+        let earlier_catch_all = priority
             .order
             .iter()
             .filter_map(|&i| catalogue.rules.get(i))
             .find(|rule| is_catch_all(rule));
-        if catch_all.is_none() {
+        if !last.is_some_and(is_catch_all) {
             let mut diagnostic =
                 Diagnostic::new(Code::NoCatchAll, "no rule fires on every piece of evidence");
             if let Some(last) = priority.order.last().and_then(|&i| catalogue.rules.get(i)) {
@@ -154,9 +157,17 @@ impl Compiler {
                     "the catalogue has no rules",
                 );
             }
-            diagnostics.push(diagnostic.help(
-                "add a catch-all rule in the last tier: no `when`, no `match`, confidence low",
-            ));
+            let help = match earlier_catch_all {
+                Some(rule) => format!(
+                    "`{}` fires on everything, so it must come last: move it to the last tier, or rank it after every other rule there",
+                    rule.id
+                ),
+                None => {
+                    "add a catch-all rule in the last tier: no `when`, no `match`, confidence low"
+                        .to_owned()
+                }
+            };
+            diagnostics.push(diagnostic.help(help));
         }
         let mut compilation = Compilation {
             catalogue,
@@ -232,7 +243,8 @@ fn check_examples(catalogue: &Catalogue, bundle: &Bundle) -> Vec<Diagnostic> {
             let classification = bundle.classify(&evidence);
             let own_step = bundle
                 .rule_position(&rule.id)
-                .map(|position| bundle.rule_step(position, &evidence).to_string())
+                .and_then(|position| bundle.rule_step(position, &evidence))
+                .map(|step| step.to_string())
                 .unwrap_or_default();
             (evidence, classification, own_step)
         };

@@ -4,8 +4,11 @@
 //!
 //! A requirement is derived from the regex syntax tree, never by harvesting every literal in a
 //! pattern (that is not conservative: `x(?:verylongtoken)?y`). Words are runs of ASCII letters,
-//! digits and `_`, lowercased, of at least [`MIN_WORD`] characters: redaction never creates such
-//! a run, so a word found in the sanitized view is also in the raw text the prefilter scans.
+//! digits and `_`, lowercased, of at least [`MIN_WORD`] characters. Redaction only removes text
+//! and writes markers between non-word characters, so a word of the sanitized view is also in
+//! the raw text the prefilter scans, except the words of the markers it introduces
+//! (`faultline_runtime::sanitize::INTRODUCED_WORDS`): a requirement on any part of those is
+//! dropped, and the rule is never skipped.
 
 use regex_syntax::hir::{Class, Hir, HirKind};
 
@@ -161,6 +164,16 @@ pub fn literal_requirement(literal: &str) -> Option<Requirement> {
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter_map(run_requirement)
         .fold(None, |best, next| better(best, Some(next)))
+}
+
+/// Whether a requirement could be satisfied by a word the redaction introduces, so that the
+/// raw text need not contain it.
+pub fn touches_introduced_words(requirement: &Requirement) -> bool {
+    requirement.words.iter().any(|word| {
+        faultline_runtime::sanitize::INTRODUCED_WORDS
+            .iter()
+            .any(|introduced| introduced.contains(word.as_str()) || word.contains(introduced))
+    })
 }
 
 /// The requirement of a pattern (in lowered syntax).

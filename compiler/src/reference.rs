@@ -125,10 +125,14 @@ impl Reference {
                     },
                     Some(regex),
                 ) => {
-                    let expected = field(evidence, *equals);
-                    regex
-                        .captures_iter(view_text)
-                        .any(|c| c.get(*group as usize).map(|g| g.as_str().to_owned()) == expected)
+                    // An absent field equals nothing, not even an unmatched group.
+                    let Some(expected) = field(evidence, *equals) else {
+                        return false;
+                    };
+                    regex.captures_iter(view_text).any(|c| {
+                        c.get(*group as usize)
+                            .is_some_and(|g| g.as_str() == expected)
+                    })
                 }
                 (MatcherKind::Prefix { suffix, .. }, Some(regex)) => {
                     let trimmed = view_text.trim();

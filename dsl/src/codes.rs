@@ -248,10 +248,11 @@ diagnostic_codes! {
     /// Fix: add the capture group to the pattern or correct N.
     MissingCaptureGroup = "0030", "missing-capture-group", Error, "missing capture group";
     /// A `prefix`, `whole` or `contains` matcher has an empty (or whitespace-only) literal, which
-    /// would match every text.
+    /// would match every text; or a `prefix` or `whole` literal starts or ends with whitespace,
+    /// which can never match because those matchers compare the trimmed text.
     ///
-    /// Fix: write the literal the matcher should require.
-    EmptyLiteral = "0031", "empty-literal", Error, "empty literal";
+    /// Fix: write the literal the matcher should require, without surrounding whitespace.
+    EmptyLiteral = "0031", "empty-literal", Error, "empty or untrimmed literal";
     /// A `suffix MIN..=MAX bytes` bound is out of range: MIN greater than MAX, or MAX larger than
     /// 4096 (the bound of the sanitized excerpt; text past it is never seen).
     ///

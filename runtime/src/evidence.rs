@@ -1,5 +1,5 @@
-//! The classifier's input and output, as orchestrators exchange them (JSON field names are
-//! stable; see `docs/evidence.md`).
+//! The classifier's input and output, as orchestrators exchange them. JSON field names are
+//! stable: they are the names `.rules` files use for evidence fields.
 
 use serde::{Deserialize, Serialize};
 

@@ -25,6 +25,11 @@ pub const MAX_EXCERPT_BYTES: usize = 4096;
 /// The bound of a provider message projection.
 pub const MAX_PROVIDER_MESSAGE_BYTES: usize = 2048;
 
+/// Words the diagnostic tier writes that the raw text may not contain (in `[redacted-id]`,
+/// `[path-redacted]`, `/Users/<redacted>/`, `[redacted]`). A prefilter that scans the raw text
+/// must not require any part of them; every other word of the sanitized text is in the raw text.
+pub const INTRODUCED_WORDS: &[&str] = &["redacted", "path", "id"];
+
 /// Keys whose bare integer values are counts, not secrets.
 const COUNT_KEYS: &[&str] = &[
     "tokens",
@@ -287,6 +292,47 @@ fn scan_value(text: &str, start: usize) -> usize {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn every_word_the_redaction_writes_is_in_the_raw_text_or_declared_introduced() {
+        // The replacement texts of both tiers, and the words of each that come from the raw
+        // text the replacement was made for (a secret's marker, a kept key or prefix).
+        let replacements = [
+            ("sk-***", &["sk"][..]),
+            ("github_pat_***", &["github_pat_"]),
+            ("ghp_***", &["ghp_"]),
+            ("kandev_pat_***", &["kandev_pat_"]),
+            ("Bearer ***", &["bearer"]),
+            ("Authorization: ***", &["authorization"]),
+            ("--api-key ***", &["api", "key"]),
+            (": ***", &[]),
+            ("***@", &[]),
+            ("[redacted-id]", &[]),
+            ("***", &[]),
+            ("/Users/<redacted>/", &["users"]),
+            ("/home/<redacted>/", &["home"]),
+            ("[path-redacted]", &[]),
+            ("/Users/<redacted>/[path-redacted]", &["users"]),
+            ("[redacted]", &[]),
+        ];
+        for (replacement, from_raw) in replacements {
+            for word in replacement
+                .to_ascii_lowercase()
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            {
+                if word.is_empty() {
+                    continue;
+                }
+                assert!(
+                    from_raw.contains(&word)
+                        || from_raw.iter().any(|raw| raw.contains(word))
+                        || INTRODUCED_WORDS.contains(&word),
+                    "`{word}` of `{replacement}` is neither from the raw text nor declared introduced"
+                );
+            }
+        }
+        assert!(diagnostic("ses_1 /workspace/a/b https://x.y/z").contains("[redacted-id]"));
+    }
 
     #[test]
     fn credential_tier_redacts_every_listed_shape() {

@@ -247,10 +247,8 @@ impl Engine {
         model: &CatalogueModel,
         position: usize,
         evidence: &Evidence,
-    ) -> Step {
-        let Some(rule) = model.rules.get(position) else {
-            return Step::Guard(EvidenceField::Phase);
-        };
+    ) -> Option<Step> {
+        let rule = model.rules.get(position)?;
         let raw = evidence.raw_text();
         let texts = Texts {
             raw: &raw,
@@ -262,8 +260,10 @@ impl Engine {
         } else {
             Vec::new()
         };
-        self.evaluate(position, rule, evidence, &texts, &matched, &admitted)
-            .step()
+        Some(
+            self.evaluate(position, rule, evidence, &texts, &matched, &admitted)
+                .step(),
+        )
     }
 
     pub(super) fn classify(

@@ -158,8 +158,9 @@ impl Bundle {
         &self.header
     }
 
-    /// What one rule, alone, does on `evidence` (whether or not it would win).
-    pub fn rule_step(&self, position: usize, evidence: &crate::Evidence) -> Step {
+    /// What one rule, alone, does on `evidence` (whether or not it would win); `None` when no
+    /// rule has that position.
+    pub fn rule_step(&self, position: usize, evidence: &crate::Evidence) -> Option<Step> {
         self.engine.fires(&self.model, position, evidence)
     }
 

@@ -216,13 +216,14 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
         let end = offset
             .checked_add(len)
             .ok_or_else(|| BundleError::malformed("section end overflows"))?;
-        if (header_len + offset) % 8 != 0 || offset < previous_end {
+        // The header length is a multiple of 8, so the offset alone decides alignment.
+        if offset % 8 != 0 || offset < previous_end {
             return Err(BundleError::malformed(format!(
                 "section {index} is misaligned or overlaps the one before"
             )));
         }
         let section = body.get(offset..end).ok_or(BundleError::Truncated {
-            needed: header_len + end,
+            needed: header_len.saturating_add(end),
             len: bytes.len(),
         })?;
         sections.push(section);
