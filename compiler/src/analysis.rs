@@ -259,7 +259,9 @@ fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &AnalysisBudget) -> RuleText {
             text.group_fill = Some((lowered.clone(), *group, *field));
         }
         if let MatcherKind::Regex { lowered, .. } = &matcher.kind {
-            let words = crate::literals::pattern_requirement(lowered).map(|r| r.words);
+            let words =
+                crate::db::required_words(db, crate::db::PatternText::new(db, lowered.clone()))
+                    .clone();
             text.patterns.push((matcher.view, lowered.clone(), words));
         }
         component(pattern, Polarity::Must, matcher.view, &mut text);

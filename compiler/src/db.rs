@@ -119,3 +119,9 @@ pub fn lowered_pattern<'db>(
 ) -> Result<crate::pattern::LoweredPattern, Vec<crate::pattern::PatternProblem>> {
     crate::pattern::lower(pattern.text(db))
 }
+
+/// A pattern's required words (for the prefilter and the overlap pre-filter), tracked.
+#[salsa::tracked(returns(ref))]
+pub fn required_words<'db>(db: &'db dyn Db, pattern: PatternText<'db>) -> Option<Vec<String>> {
+    crate::literals::pattern_requirement(pattern.text(db)).map(|requirement| requirement.words)
+}

@@ -242,7 +242,7 @@ fn prepare(pattern: &str, pattern_budget: usize, wide_budget: usize) -> Result<P
 
 /// Patterns per DFA, at most: big enough that a real catalogue's view is one DFA, small enough
 /// that determinizing one group stays fast and an edit rebuilds one group, not all.
-pub const GROUP_SIZE: usize = 32;
+pub const GROUP_SIZE: usize = 16;
 
 /// Groups the patterns of a view: exact and widened patterns apart; each kind in buckets by a
 /// stable hash of the id of the rule that uses the pattern, so that editing a rule's pattern
@@ -361,11 +361,15 @@ fn dfa_pattern(matcher: &TextMatcher) -> Option<String> {
 }
 
 /// The prefilter requirement of a rule: the strongest of its positive matchers'.
-fn rule_requirement(rule: &RuleDef) -> Option<literals::Requirement> {
+fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Requirement> {
     let mut best: Option<literals::Requirement> = None;
     for matcher in &rule.matchers {
         let requirement = match &matcher.kind {
-            MatcherKind::Regex { lowered, .. } => literals::pattern_requirement(lowered),
+            MatcherKind::Regex { lowered, .. } => {
+                crate::db::required_words(db, crate::db::PatternText::new(db, lowered.clone()))
+                    .clone()
+                    .map(|words| literals::Requirement { words })
+            }
             MatcherKind::Contains { literal, .. }
             | MatcherKind::Prefix { literal, .. }
             | MatcherKind::Whole { literal, .. } => literals::literal_requirement(literal),
@@ -552,7 +556,7 @@ pub fn lower(
         let requirement = if rule.matchers.is_empty() {
             None
         } else {
-            rule_requirement(rule)
+            rule_requirement(db, rule)
         };
         if let Some(requirement) = &requirement {
             for word in &requirement.words {
