@@ -180,20 +180,7 @@ fn text(engines: &'static Engines) -> impl Strategy<Value = String> {
         prop::sample::select(seeds),
         prop::collection::vec((any::<prop::sample::Index>(), 0usize..4, "\\PC{0,4}"), 0..4),
     )
-        .prop_map(|(mut text, edits)| {
-            for (at, delete, insert) in edits {
-                let mut start = at.index(text.len() + 1);
-                while !text.is_char_boundary(start) {
-                    start -= 1;
-                }
-                let mut end = (start + delete).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end += 1;
-                }
-                text.replace_range(start..end, &insert);
-            }
-            text
-        });
+        .prop_map(|(text, edits)| common::apply_edits(text, edits));
     prop_oneof![3 => mutated, 3 => soup, 1 => "\\PC{0,40}"]
 }
 

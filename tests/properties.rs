@@ -127,20 +127,7 @@ fn mutated_catalogue() -> impl Strategy<Value = String> {
         prop::sample::select(files),
         prop::collection::vec((any::<prop::sample::Index>(), 0usize..12, ".{0,6}"), 1..6),
     )
-        .prop_map(|(mut text, edits)| {
-            for (at, delete, insert) in edits {
-                let mut start = at.index(text.len() + 1);
-                while !text.is_char_boundary(start) {
-                    start -= 1;
-                }
-                let mut end = (start + delete).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end += 1;
-                }
-                text.replace_range(start..end, &insert);
-            }
-            text
-        })
+        .prop_map(|(text, edits)| common::apply_edits(text, edits))
 }
 
 proptest! {

@@ -52,3 +52,23 @@ pub fn relative(path: &Path) -> String {
         .to_string_lossy()
         .replace('\\', "/")
 }
+
+/// Applies (position, bytes to delete, text to insert) edits, each at the nearest character
+/// boundary: how the property tests mutate real text.
+pub fn apply_edits(
+    mut text: String,
+    edits: Vec<(proptest::sample::Index, usize, String)>,
+) -> String {
+    for (at, delete, insert) in edits {
+        let mut start = at.index(text.len() + 1);
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (start + delete).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        text.replace_range(start..end, &insert);
+    }
+    text
+}
