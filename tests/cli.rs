@@ -283,3 +283,74 @@ fn the_readme_says_what_the_main_command_prints() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(stdout(&output).trim_end(), claimed);
 }
+
+fn classify_stdin(args: &[&str], input: &str) -> std::process::Output {
+    assert_cmd::Command::cargo_bin("faultline")
+        .unwrap()
+        .current_dir(common::root())
+        .arg("classify")
+        .args(args)
+        .write_stdin(input)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn classify_reads_json_lines_with_the_built_in_catalogue() {
+    let line = r#"{"phase":"prompt_send","provider_id":"claude-acp","stderr":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}"}"#;
+    let output = classify_stdin(&[], &format!("{line}\n"));
+    assert_eq!(output.status.code(), Some(0));
+    let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(result["code"], "provider_overloaded");
+    assert_eq!(result["class"], "transient");
+    assert_eq!(result["rule"], "anthropic.overloaded.529.v1");
+    assert_eq!(result["catalogue_version"], "provider-errors.v1");
+}
+
+#[test]
+fn classify_reports_bad_lines_by_number_and_still_classifies_the_others() {
+    let input = "{\"http_status\":429}\nnot json\n{\"phase\":\"streamin\"}\n{\"bogus\":1}\n{\"stderr\":\"connect ECONNREFUSED 10.0.0.1:443\"}\n";
+    let output = classify_stdin(&[], input);
+    assert_eq!(output.status.code(), Some(1), "some lines failed");
+    let rules: Vec<String> = stdout(&output)
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["rule"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(rules, ["http.429", "provider.network_unavailable.v1"]);
+    let errors = String::from_utf8(output.stderr).unwrap();
+    assert!(errors.contains("<stdin>:2: invalid evidence"), "{errors}");
+    assert!(
+        errors.contains("<stdin>:3: invalid evidence: unknown variant `streamin`"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("<stdin>:4: invalid evidence: unknown field `bogus`"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn classify_loads_a_built_bundle() {
+    let bundle = tempdir().join("provider-errors.flb");
+    let path = bundle.to_str().unwrap();
+    assert_eq!(
+        faultline(&["build", "catalogue/", "-o", path])
+            .status
+            .code(),
+        Some(0)
+    );
+    let output = classify_stdin(&["--bundle", path], "{\"exit_code\":127}\n");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).contains("\"rule\":\"exit.127\""));
+    assert_eq!(
+        classify_stdin(&["--bundle", "no/such.flb"], "{}\n")
+            .status
+            .code(),
+        Some(2)
+    );
+}

@@ -6,7 +6,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod build;
 mod check;
+mod classify;
 mod diagnostic;
+mod embedded;
 mod files;
 mod fmt;
 mod inspect;
@@ -44,6 +46,8 @@ enum Command {
     Check(check::Args),
     /// Format `.rules` files canonically, in place (or check that they are).
     Fmt(fmt::Args),
+    /// Classify evidence given as JSON lines; one classification per line.
+    Classify(classify::Args),
     /// Compile a catalogue into a bundle file.
     Build(build::Args),
     /// Show what a bundle holds: header, automata sizes, effective order.
@@ -139,6 +143,7 @@ pub fn run() -> std::process::ExitCode {
     let exit = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => fmt::run(&args),
+        Command::Classify(args) => classify::run(&args),
         Command::Build(args) => build::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Order(args) => order::run(&args),
