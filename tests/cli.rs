@@ -354,3 +354,38 @@ fn classify_loads_a_built_bundle() {
         Some(2)
     );
 }
+
+#[test]
+fn test_runs_examples_and_fixtures_and_ends_with_the_count() {
+    let output = faultline(&["test"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let last = stdout(&output)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned();
+    let (passed, failed) = last.split_once(" passed, ").unwrap();
+    assert!(passed.parse::<usize>().unwrap() > 140, "{last}");
+    assert_eq!(failed, "0 failed");
+
+    let fixtures = tempdir().join("fixtures");
+    std::fs::create_dir_all(&fixtures).unwrap();
+    std::fs::write(
+        fixtures.join("wrong.jsonl"),
+        "{\"name\":\"wrong\",\"source\":\"test\",\"evidence\":{\"http_status\":429},\"expect\":{\"code\":\"quota_limited\"}}\n",
+    )
+    .unwrap();
+    let output = faultline(&[
+        "test",
+        "catalogue",
+        "--fixtures",
+        fixtures.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("FAIL") && text.contains("code `rate_limited`, expected `quota_limited`"),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("1 failed"), "{text}");
+}

@@ -35,6 +35,9 @@ pub struct Compilation {
     pub diagnostics: Vec<Diagnostic>,
     /// The bundle, when there are no errors.
     pub bundle: Option<Vec<u8>>,
+    /// The bundle as built, even when its verification (examples, analysis) found errors: for
+    /// tools that test it, never for shipping.
+    pub built: Option<Vec<u8>>,
     /// How each pattern was lowered.
     pub patterns: Vec<PatternReport>,
 }
@@ -128,6 +131,7 @@ impl Compiler {
                 priority: None,
                 diagnostics,
                 bundle: None,
+                built: None,
                 patterns: Vec::new(),
             };
         }
@@ -174,6 +178,7 @@ impl Compiler {
             priority: None,
             diagnostics: Vec::new(),
             bundle: None,
+            built: None,
             patterns: Vec::new(),
         };
         if diagnostics.iter().any(Diagnostic::is_error) {
@@ -217,8 +222,10 @@ impl Compiler {
             &self.analysis,
         ));
         compilation.priority = Some(priority);
-        compilation.bundle = bytes
-            .ok()
+        compilation.built = bytes.ok();
+        compilation.bundle = compilation
+            .built
+            .clone()
             .filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
         compilation.diagnostics = sorted(diagnostics);
         compilation

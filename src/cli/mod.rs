@@ -13,6 +13,7 @@ mod files;
 mod fmt;
 mod inspect;
 mod order;
+mod test;
 
 /// What a run of `faultline` ended with. The numbers are documented in the README.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,8 @@ enum Command {
     Fmt(fmt::Args),
     /// Classify evidence given as JSON lines; one classification per line.
     Classify(classify::Args),
+    /// Run every inline example and classification fixture; ends with `N passed, N failed`.
+    Test(test::Args),
     /// Compile a catalogue into a bundle file.
     Build(build::Args),
     /// Show what a bundle holds: header, automata sizes, effective order.
@@ -144,6 +147,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => fmt::run(&args),
         Command::Classify(args) => classify::run(&args),
+        Command::Test(args) => test::run(&args),
         Command::Build(args) => build::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Order(args) => order::run(&args),

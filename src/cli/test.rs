@@ -1,0 +1,211 @@
+//! `faultline test`: every inline example of a catalogue, and every classification fixture,
+//! through the compiled bundle; a line per failure and a closing `N passed, N failed` line.
+
+use std::path::{Path, PathBuf};
+
+use faultline_runtime::{Bundle, Evidence};
+use serde::Deserialize;
+
+use super::files::{self, FileSystem};
+use super::{Exit, err, out};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The catalogue (a directory holding `catalogue.rules`, or a root file).
+    #[arg(value_name = "CATALOGUE", default_value = "catalogue")]
+    catalogue: PathBuf,
+    /// Directory of classification fixtures (`*.jsonl`).
+    #[arg(long, value_name = "DIR", default_value = "fixtures/classify")]
+    fixtures: PathBuf,
+}
+
+/// One classification fixture: a sanitized real message (or a piece of prose) and what it must
+/// classify as.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fixture {
+    /// A short name, unique in its file.
+    name: String,
+    /// Where the message was seen (agent, provider, document).
+    source: String,
+    /// The evidence.
+    evidence: Evidence,
+    /// What the classification must be.
+    expect: Expectation,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expectation {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    rule: Option<String>,
+    #[serde(default)]
+    confidence: Option<faultline_runtime::Confidence>,
+    /// Rules that must not win (for prose that quotes an error).
+    #[serde(default)]
+    rule_not: Vec<String>,
+}
+
+fn check(bundle: &Bundle, fixture: &Fixture) -> Vec<String> {
+    let result = bundle.classify(&fixture.evidence);
+    let mut problems = Vec::new();
+    if let Some(code) = &fixture.expect.code
+        && result.code != *code
+    {
+        problems.push(format!("code `{}`, expected `{code}`", result.code));
+    }
+    if let Some(rule) = &fixture.expect.rule
+        && result.rule != *rule
+    {
+        problems.push(format!("rule `{}`, expected `{rule}`", result.rule));
+    }
+    if let Some(confidence) = fixture.expect.confidence
+        && result.confidence != confidence
+    {
+        problems.push(format!(
+            "confidence `{}`, expected `{confidence}`",
+            result.confidence
+        ));
+    }
+    if fixture.expect.rule_not.contains(&result.rule) {
+        problems.push(format!(
+            "rule `{}`, which the fixture rules out",
+            result.rule
+        ));
+    }
+    problems
+}
+
+fn fixture_files(directory: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    if directory.is_dir() {
+        for entry in std::fs::read_dir(directory)? {
+            let path = entry?.path();
+            if path
+                .extension()
+                .is_some_and(|extension| extension == "jsonl")
+            {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+pub fn run(args: &Args) -> Exit {
+    let root = files::catalogue_root(&args.catalogue);
+    let (loaded, diagnostics) = match faultline_dsl::load(&root, &FileSystem) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            err(&files::describe_io(&root, &error));
+            return Exit::Failure;
+        }
+    };
+    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
+    let example_failures: Vec<_> = compilation
+        .diagnostics
+        .iter()
+        .filter(|d| d.code() == faultline_dsl::Code::ExampleFailed)
+        .collect();
+    let other_errors = diagnostics
+        .iter()
+        .chain(&compilation.diagnostics)
+        .filter(|d| d.is_error() && d.code() != faultline_dsl::Code::ExampleFailed)
+        .count();
+    if other_errors > 0 {
+        err(&format!(
+            "error: `{}` has {other_errors} error(s) besides examples; run `faultline check` on it",
+            root.display()
+        ));
+        return Exit::Findings;
+    }
+    let examples: usize = compilation
+        .catalogue
+        .rules
+        .iter()
+        .map(|rule| rule.examples.len() + rule.counterexamples.len())
+        .sum();
+    let mut report = String::new();
+    for failure in &example_failures {
+        let at = failure.primary_label().map(|label| {
+            let position = label.file().line_column(label.span().start);
+            format!("{}:{}", label.file().name(), position.line)
+        });
+        report.push_str(&format!(
+            "FAIL example {}: {}\n",
+            at.unwrap_or_default(),
+            failure.message()
+        ));
+    }
+    let mut passed = examples.saturating_sub(example_failures.len());
+    let mut failed = example_failures.len();
+    // The bundle as built, even when examples failed: fixtures still run against it.
+    let bundle = compilation
+        .built
+        .as_ref()
+        .and_then(|bytes| Bundle::from_bytes(bytes).ok());
+    let fixtures = match fixture_files(&args.fixtures) {
+        Ok(fixtures) => fixtures,
+        Err(error) => {
+            err(&files::describe_io(&args.fixtures, &error));
+            return Exit::Failure;
+        }
+    };
+    let mut invalid = 0;
+    for path in &fixtures {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) => {
+                err(&files::describe_io(path, &error));
+                invalid += 1;
+                continue;
+            }
+        };
+        for (index, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let at = format!("{}:{}", path.display(), index + 1);
+            let fixture: Fixture = match serde_json::from_str(line) {
+                Ok(fixture) => fixture,
+                Err(error) => {
+                    err(&format!("{at}: invalid fixture: {error}"));
+                    invalid += 1;
+                    continue;
+                }
+            };
+            let Some(bundle) = bundle.as_ref() else {
+                failed += 1;
+                report.push_str(&format!(
+                    "FAIL {at} {}: the catalogue did not build\n",
+                    fixture.name
+                ));
+                continue;
+            };
+            let problems = check(bundle, &fixture);
+            if problems.is_empty() {
+                passed += 1;
+            } else {
+                failed += 1;
+                report.push_str(&format!(
+                    "FAIL {at} {} ({}): {}\n",
+                    fixture.name,
+                    fixture.source,
+                    problems.join("; ")
+                ));
+            }
+        }
+    }
+    report.push_str(&format!("{passed} passed, {failed} failed\n"));
+    out(&report);
+    if invalid > 0 {
+        Exit::Failure
+    } else if failed > 0 {
+        Exit::Findings
+    } else {
+        Exit::Clean
+    }
+}
