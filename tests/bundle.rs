@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::LazyLock;
 
 use faultline_dsl::load;
@@ -29,13 +28,7 @@ fn build(directory: &str) -> Vec<u8> {
     compilation.bundle.expect("a clean catalogue builds")
 }
 
-struct FileSystem;
-
-impl faultline_dsl::SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
-}
+use common::FileSystem;
 
 static CATALOGUE: LazyLock<Vec<u8>> = LazyLock::new(|| build("catalogue"));
 

@@ -16,18 +16,10 @@
 
 mod common;
 
-use std::path::Path;
-
 use faultline_runtime::{Bundle, Evidence};
 use serde_json::Value;
 
-struct FileSystem;
-
-impl faultline_dsl::SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
-}
+use common::FileSystem;
 
 /// Excerpt expectations the catalogue does not meet yet, with the reason.
 const KNOWN_EXCERPT_GAPS: &[(&str, &str)] = &[(

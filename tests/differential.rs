@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::LazyLock;
 
 use faultline_compiler::reference::Reference;
@@ -20,13 +19,7 @@ use faultline_compiler::{Compiler, example_evidence};
 use faultline_runtime::{Bundle, Evidence, Phase, Source};
 use proptest::prelude::*;
 
-struct FileSystem;
-
-impl faultline_dsl::SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
-}
+use common::FileSystem;
 
 struct Engines {
     bundle: Bundle,

@@ -72,3 +72,12 @@ pub fn apply_edits(
     }
     text
 }
+
+/// Reads catalogue sources from the file system (the library does no I/O of its own).
+pub struct FileSystem;
+
+impl faultline_dsl::SourceProvider for FileSystem {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+}
