@@ -325,13 +325,143 @@ fn classify_reports_bad_lines_by_number_and_still_classifies_the_others() {
     let errors = String::from_utf8(output.stderr).unwrap();
     assert!(errors.contains("<stdin>:2: invalid evidence"), "{errors}");
     assert!(
-        errors.contains("<stdin>:3: invalid evidence: unknown variant `streamin`"),
+        errors.contains("<stdin>:3: invalid evidence: field `phase`: unknown variant `streamin`"),
         "{errors}"
     );
     assert!(
-        errors.contains("<stdin>:4: invalid evidence: unknown field `bogus`"),
+        errors.contains("<stdin>:4: invalid evidence: field `bogus`: unknown field `bogus`"),
         "{errors}"
     );
+}
+
+#[test]
+fn classify_reads_reset_times_against_a_fixed_clock() {
+    let usage = r#""phase":"streaming","provider_id":"codex-acp","stderr":"You've hit your usage limit. try again at Sep 27th, 2026 3:09 AM UTC.""#;
+    let input = format!(
+        "{{{usage}}}\n{{{usage},\"now\":\"2026-09-27T03:09:00Z\"}}\n{{{usage},\"reset_hint\":\"2026-09-01T12:00:00+02:00\"}}\n{{\"now\":\"soon\"}}\n"
+    );
+    let output = classify_stdin(&["--now", "2026-09-01T00:00:00Z"], &input);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "the bad `now` fails its line"
+    );
+    let results: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(results.len(), 3);
+    // The text's time, validated against `--now`.
+    assert_eq!(results[0]["reset_hint"], "2026-09-27T03:09:00Z");
+    assert_eq!(results[0]["retry_after"], 26 * 86_400 + 3 * 3600 + 9 * 60);
+    // A line's own clock wins; at the reset instant itself the hint is stale.
+    assert!(results[1].get("reset_hint").is_none(), "{}", results[1]);
+    // The structured hint beats the text.
+    assert_eq!(results[2]["reset_hint"], "2026-09-01T10:00:00Z");
+    assert_eq!(results[2]["retry_after"], 36_000);
+    let errors = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        errors.contains("<stdin>:4: invalid `now`: `soon`"),
+        "{errors}"
+    );
+    let bad_flag = classify_stdin(&["--now", "tomorrow"], "{}\n");
+    assert_eq!(bad_flag.status.code(), Some(2));
+}
+
+fn explain(args: &[&str], evidence: &str) -> (Option<i32>, String) {
+    let output =
+        faultline(&[&["explain", "--catalogue", "catalogue/"], args, &[evidence]].concat());
+    (output.status.code(), stdout(&output))
+}
+
+#[test]
+fn explain_shows_the_text_the_contenders_the_path_and_the_timing() {
+    let evidence = r#"{"phase":"prompt_send","provider_id":"claude-acp","stderr":"API Error: 529 overloaded. You've hit your session limit · resets 3pm (Europe/Paris) key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"}"#;
+    let (code, text) = explain(&["--now", "2026-10-01T08:00:00Z"], evidence);
+    assert_eq!(code, Some(0), "{text}");
+    // The text is shown sanitized.
+    assert!(!text.contains("abcdefghijklmnop"), "{text}");
+    let line = |needle: &str| {
+        text.lines()
+            .find(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("no line with `{needle}` in:\n{text}"))
+            .to_owned()
+    };
+    assert!(line("claude.stderr.session_limit.v1").contains("← winner"));
+    assert!(line("anthropic.overloaded.529.v1").contains("fired"));
+    assert!(
+        line("outranked: `claude.stderr.session_limit.v1` wins over `anthropic.overloaded.529.v1`")
+            .contains("tier `provider` comes before tier `runtime`")
+    );
+    assert!(line("`resets_clock`").contains("2026-10-01T13:00:00Z, accepted"));
+    assert!(line("→ reset_hint").contains("retry_after 18000 s"));
+    assert!(line("winner:").contains("quota_limited"));
+    // `--all` also lists the rules that did not apply, with the reason.
+    let (_, all) = explain(&["--all", "--now", "2026-10-01T08:00:00Z"], evidence);
+    assert!(
+        all.lines().any(|line| line.contains("http.429")
+            && line.contains("guard on `http_status` does not hold")),
+        "{all}"
+    );
+}
+
+#[test]
+fn explain_shows_a_vetoed_rule_and_a_rejected_hint() {
+    let evidence = r#"{"phase":"streaming","provider_id":"codex-acp","stderr":"You've hit your usage limit. try again at Feb 30th, 2027 3:09 PM UTC","reset_hint":"2020-01-01T00:00:00Z"}"#;
+    let (code, text) = explain(&["--now", "2026-10-01T08:00:00Z"], evidence);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(
+            "structured `reset_hint`: 2020-01-01T00:00:00Z, rejected: it is not after now"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "text extractor `try_again_at`: found, but names no instant: Feb 30, 2027 is not a date"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("→ no reset time"), "{text}");
+    // A dropped connection is no transport loss when the client cancelled.
+    let cancelled = r#"{"phase":"streaming","stderr":"context canceled: connection closed"}"#;
+    let (_, text) = explain(&[], cancelled);
+    assert!(
+        text.lines()
+            .any(|line| line.contains("acp.transport_lost.v1")
+                && line.contains("vetoed by `unless` 1")),
+        "{text}"
+    );
+    assert!(text.contains("winner: phase.poststart.unknown"), "{text}");
+    let (code, _) = explain(&[], "{\"phase\":\"later\"}");
+    assert_eq!(code, Some(2), "bad evidence is an error");
+}
+
+#[test]
+fn the_built_in_catalogue_is_cached_and_a_corrupt_cache_is_rebuilt() {
+    let cache = tempdir().join("cache");
+    let run = || {
+        assert_cmd::Command::cargo_bin("faultline")
+            .unwrap()
+            .env("FAULTLINE_CACHE_DIR", &cache)
+            .args(["classify"])
+            .write_stdin("{\"http_status\":429}\n")
+            .output()
+            .unwrap()
+    };
+    let cached = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cache)
+            .map(|entries| entries.map(|entry| entry.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    assert!(stdout(&run()).contains("\"rule\":\"http.429\""));
+    let files = cached();
+    assert_eq!(files.len(), 1, "{files:?}");
+    // A damaged cache file is untrusted input: refused on load, then rebuilt.
+    std::fs::write(&files[0], b"not a bundle").unwrap();
+    assert!(stdout(&run()).contains("\"rule\":\"http.429\""));
+    let rebuilt = std::fs::read(&files[0]).unwrap();
+    assert!(faultline_runtime::Bundle::from_bytes(&rebuilt).is_ok());
 }
 
 #[test]
@@ -388,4 +518,64 @@ fn test_runs_examples_and_fixtures_and_ends_with_the_count() {
         "{text}"
     );
     assert!(text.trim_end().ends_with("1 failed"), "{text}");
+}
+
+#[test]
+fn recover_replays_an_event_log_with_a_verdict_per_failure() {
+    let output = faultline(&["recover", "examples/recovery/claude-overloaded.jsonl"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    let line = |number: usize| {
+        text.lines()
+            .find(|line| line.contains(&format!("claude-overloaded.jsonl:{number} ")))
+            .unwrap_or_else(|| panic!("no line {number} in:\n{text}"))
+            .to_owned()
+    };
+    assert!(line(2).contains("diagnostic `provider_overloaded` recorded"));
+    assert!(line(3).contains("recovery: automatic"), "{}", line(3));
+    assert!(
+        line(7).contains("unsafe: tool activity was observed")
+            && line(7).contains("recovery: manual")
+    );
+    assert!(line(9).contains("suppressed"));
+    assert!(
+        line(10).contains("cursor.retriable_unavailable.v1")
+            && line(10).contains("recovery: automatic")
+    );
+
+    let json = faultline(&[
+        "recover",
+        "--json",
+        "examples/recovery/claude-overloaded.jsonl",
+    ]);
+    let verdicts: Vec<Value> = stdout(&json)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|value| value["outcome"]["outcome"] == "failed")
+        .collect();
+    assert_eq!(verdicts.len(), 3);
+    assert_eq!(
+        verdicts[1]["outcome"]["safety"]["reason"],
+        "effect_observed"
+    );
+}
+
+#[test]
+fn recover_reports_bad_lines_and_replays_the_rest() {
+    let input = "{\"event\":\"prompt_began\",\"execution_id\":\"e\",\"generation\":1}\n{\"event\":\"explode\"}\n{\"event\":\"tool_call\",\"execution_id\":\"e\",\"generation\":\"one\"}\n{\"event\":\"prompt_failed\",\"execution_id\":\"e\",\"generation\":1,\"error\":{\"message\":\"x\"},\"occurred_at\":\"2026-10-01T08:00:00Z\"}\n";
+    let output = assert_cmd::Command::cargo_bin("faultline")
+        .unwrap()
+        .current_dir(common::root())
+        .args(["recover", "--provider", "claude-acp"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let errors = String::from_utf8(output.stderr.clone()).unwrap();
+    assert!(errors.contains("<stdin>:2: invalid event"), "{errors}");
+    assert!(
+        errors.contains("<stdin>:3: invalid event: invalid type: string \"one\", expected u64"),
+        "{errors}"
+    );
+    assert!(stdout(&output).contains("<stdin>:4 [default] terminal failure"));
 }

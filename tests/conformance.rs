@@ -3,8 +3,12 @@
 //! README says how it was made and how to score it).
 //!
 //! Scored: the code (and rule, where the case names one) of every case that pins a code, except
-//! the one marked disputed; `code_not` and `rule_not`; and what the sanitized excerpt must and
-//! must not contain. Not scored here: reset hints (the timing-hint parsers are not built yet).
+//! the one marked disputed; `code_not` and `rule_not`; what the sanitized excerpt must and must
+//! not contain; and every reset hint, of classifications and of the reset-time parser alone
+//! (compared as instants).
+//!
+//! Cases without a `now` ran against the clock of their day; they are scored at
+//! [`UNDATED_NOW`], the start of the data's revision window.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,16 +20,41 @@
 
 mod common;
 
-use faultline_runtime::{Bundle, Evidence};
+use std::time::SystemTime;
+
+use faultline_runtime::timing::{parse_instant, reset_time};
+use faultline_runtime::{Bundle, Evidence, TimingExtractor};
 use serde_json::Value;
 
 use common::FileSystem;
 
-/// Excerpt expectations the catalogue does not meet yet, with the reason.
-const KNOWN_EXCERPT_GAPS: &[(&str, &str)] = &[(
-    "npm_resolution_test.go:TestManagedRuntimeReleaseAgePolicyHasDistinctClassification",
-    "the reference replaces this rule's excerpt with a fixed safe text; the language has no fixed-excerpt clause yet",
-)];
+/// The clock of cases that name none.
+const UNDATED_NOW: &str = "2026-08-01T00:00:00Z";
+
+fn now(case: &Value) -> SystemTime {
+    parse_instant(case["now"].as_str().unwrap_or(UNDATED_NOW)).unwrap()
+}
+
+/// Compares a reset hint with the expected one as instants; `None` expects no hint.
+fn reset_problem(actual: Option<&str>, expected: Option<&str>) -> Option<String> {
+    let instant = |text: &str| parse_instant(text).unwrap();
+    match (actual, expected) {
+        (None, None) => None,
+        (Some(actual), Some(expected)) if instant(actual) == instant(expected) => None,
+        (actual, expected) => Some(format!("reset hint {actual:?}, expected {expected:?}")),
+    }
+}
+
+/// The expected hint of a case that pins one: `Some(Some(t))`, `Some(None)` for "no hint".
+fn expected_reset(expect: &Value) -> Option<Option<&str>> {
+    if let Some(hint) = expect["reset_hint"].as_str() {
+        Some(Some(hint))
+    } else if expect["reset_hint_absent"] == Value::Bool(true) {
+        Some(None)
+    } else {
+        None
+    }
+}
 
 fn bundle() -> Bundle {
     let (loaded, _) = faultline_dsl::load(
@@ -63,6 +92,7 @@ fn the_catalogue_agrees_with_every_case_kandev_pins() {
         std::fs::read_to_string(common::root().join("fixtures/conformance/kandev-parity.jsonl"))
             .unwrap();
     let mut scored = 0;
+    let mut parsed = 0;
     let mut failures = Vec::new();
     for line in data.lines() {
         let case: Value = serde_json::from_str(line).unwrap();
@@ -71,13 +101,30 @@ fn the_catalogue_agrees_with_every_case_kandev_pins() {
         let disputed = case
             .get("disputed")
             .is_some_and(|d| !d.is_null() && *d != Value::Bool(false));
+        let id = case["id"].as_str().unwrap();
+        let expect = &case["expect"];
+        if case["api"] == "parse_reset_hint" {
+            // Kandev's parser reads "try again at …", then Claude's "resets 3pm (Zone)".
+            let text = evidence(&case["input"]).raw_text();
+            let extractors = [TimingExtractor::TryAgainAt, TimingExtractor::ResetsClock];
+            let actual = reset_time(&text, &extractors, now(&case));
+            let expected = expected_reset(expect).unwrap();
+            scored += 1;
+            parsed += 1;
+            if let Some(problem) = reset_problem(actual.as_deref(), expected) {
+                failures.push(format!("{id}: {problem}"));
+            }
+            continue;
+        }
         if case["api"] != "classify" || disputed {
             continue;
         }
-        let id = case["id"].as_str().unwrap();
-        let expect = &case["expect"];
-        let result = bundle.classify(&evidence(&case["input"]));
+        let result = bundle.classify_at(&evidence(&case["input"]), now(&case));
         let mut problems = Vec::new();
+        if let Some(expected) = expected_reset(expect) {
+            scored += 1;
+            problems.extend(reset_problem(result.reset_hint.as_deref(), expected));
+        }
         if let Some(code) = expect["code"].as_str() {
             scored += 1;
             if result.code != code {
@@ -101,25 +148,24 @@ fn the_catalogue_agrees_with_every_case_kandev_pins() {
                 problems.push(format!("rule `{rule}`, which the case rules out"));
             }
         }
-        if !KNOWN_EXCERPT_GAPS.iter().any(|(gap, _)| *gap == id) {
-            for text in strings(&expect["raw_excerpt_contains"]) {
-                scored += 1;
-                if !result.excerpt.contains(text) {
-                    problems.push(format!("excerpt lacks `{text}`"));
-                }
+        for text in strings(&expect["raw_excerpt_contains"]) {
+            scored += 1;
+            if !result.excerpt.contains(text) {
+                problems.push(format!("excerpt lacks `{text}`"));
             }
-            for text in strings(&expect["raw_excerpt_not_contains"]) {
-                scored += 1;
-                if result.excerpt.contains(text) {
-                    problems.push(format!("excerpt contains `{text}`"));
-                }
+        }
+        for text in strings(&expect["raw_excerpt_not_contains"]) {
+            scored += 1;
+            if result.excerpt.contains(text) {
+                problems.push(format!("excerpt contains `{text}`"));
             }
         }
         if !problems.is_empty() {
             failures.push(format!("{id}: {}", problems.join("; ")));
         }
     }
-    assert!(scored >= 130, "only {scored} expectations scored");
+    assert!(scored >= 170, "only {scored} expectations scored");
+    assert_eq!(parsed, 44, "every reset-time parser case is scored");
     assert!(
         failures.is_empty(),
         "{} of {scored} expectations fail:\n{}",

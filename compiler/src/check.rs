@@ -652,6 +652,31 @@ impl Checker<'_> {
         })
     }
 
+    /// A fixed excerpt must be safe as written: the diagnostic tier leaves it unchanged.
+    fn fixed_excerpt(&mut self, file: &Arc<SourceFile>, text: &StringLit) -> Option<String> {
+        let problem = if text.value.trim().is_empty() {
+            Some("the excerpt is empty".to_owned())
+        } else if text.value.len() > faultline_runtime::sanitize::MAX_EXCERPT_BYTES {
+            Some(format!(
+                "{} bytes, more than the {}-byte excerpt bound",
+                text.value.len(),
+                faultline_runtime::sanitize::MAX_EXCERPT_BYTES
+            ))
+        } else {
+            let redacted = faultline_runtime::sanitize::diagnostic(&text.value);
+            (redacted != text.value).then(|| format!("redaction would rewrite it as `{redacted}`"))
+        };
+        let Some(problem) = problem else {
+            return Some(text.value.clone());
+        };
+        self.push(
+            Diagnostic::new(Code::UnsafeExcerpt, "the fixed excerpt is not redaction-clean")
+                .primary(file, text.span, problem)
+                .help("write placeholders such as `<release-date>` or `<package>` where the values would be"),
+        );
+        None
+    }
+
     fn token(&mut self, file: &Arc<SourceFile>, token: &StringLit) -> Option<String> {
         let valid = !token.value.is_empty()
             && token
@@ -794,6 +819,14 @@ impl Checker<'_> {
             }
             _ => Vec::new(),
         };
+        let excerpt = match self.single(file, block, "excerpt").map(|c| &c.kind) {
+            Some(ClauseKind::Excerpt(text)) => {
+                let excerpt = self.fixed_excerpt(file, text);
+                ok &= excerpt.is_some();
+                excerpt
+            }
+            _ => None,
+        };
         let remediation = match self.single(file, block, "remediation").map(|c| &c.kind) {
             Some(ClauseKind::Remediation(remediation)) => {
                 let spec = self.remediation(file, remediation);
@@ -874,6 +907,7 @@ impl Checker<'_> {
             vetoes,
             timing,
             remediation,
+            excerpt,
             examples,
             counterexamples,
             origin: Origin {

@@ -89,6 +89,8 @@ pub struct RuleDef {
     pub timing: Vec<TimingExtractor>,
     /// The remediation it reports.
     pub remediation: Option<RemediationSpec>,
+    /// A fixed, redaction-clean text reported instead of the evidence's excerpt.
+    pub excerpt: Option<String>,
     /// Evidence the rule must win on.
     pub examples: Vec<Example>,
     /// Evidence the rule must not fire on.

@@ -577,6 +577,7 @@ pub fn lower(
             matchers: rule.matchers.iter().map(&matcher_entry).collect(),
             vetoes: rule.vetoes.iter().map(&matcher_entry).collect(),
             timing: rule.timing.clone(),
+            excerpt: rule.excerpt.clone(),
             remediation: rule
                 .remediation
                 .as_ref()

@@ -169,6 +169,8 @@ pub enum ClauseKind {
     Timing(List),
     /// `remediation "<token>"` or `remediation capture r"…" group N`
     Remediation(Remediation),
+    /// `excerpt "<fixed text>"`: reported instead of the evidence text
+    Excerpt(StringLit),
     /// `example <evidence>`
     Example(Evidence),
     /// `counterexample <evidence>`
@@ -193,6 +195,7 @@ impl ClauseKind {
             ClauseKind::Unless(_) => "unless",
             ClauseKind::Timing(_) => "timing",
             ClauseKind::Remediation(_) => "remediation",
+            ClauseKind::Excerpt(_) => "excerpt",
             ClauseKind::Example(_) => "example",
             ClauseKind::Counterexample(_) => "counterexample",
         }

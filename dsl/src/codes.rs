@@ -275,6 +275,13 @@ diagnostic_codes! {
     ///
     /// Fix: include it from the root file, or delete it.
     UnreachableFile = "0035", "unreachable-file", Warning, "file not included by the catalogue";
+    /// A rule's fixed `excerpt` is empty, longer than the 4096-byte excerpt bound, or not
+    /// already redaction-clean: the diagnostic tier would change it (it holds something shaped
+    /// like a secret, an id, a URL path or a local path). A fixed excerpt replaces the evidence
+    /// text precisely so that nothing sensitive is reported; it must be safe as written.
+    ///
+    /// Fix: write placeholders such as `<release-date>` or `<package>` for the values.
+    UnsafeExcerpt = "0036", "unsafe-excerpt", Error, "fixed excerpt is not redaction-clean";
     /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
     /// message lists the cycle; the labels show each relation on it.
     ///

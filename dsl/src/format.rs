@@ -161,8 +161,9 @@ fn clause_order(kind: &ClauseKind) -> u8 {
         ClauseKind::Unless(_) => 12,
         ClauseKind::Timing(_) => 13,
         ClauseKind::Remediation(Remediation::Capture { .. }) => 14,
-        ClauseKind::Example(_) => 15,
-        ClauseKind::Counterexample(_) => 16,
+        ClauseKind::Excerpt(_) => 15,
+        ClauseKind::Example(_) => 16,
+        ClauseKind::Counterexample(_) => 17,
     }
 }
 
@@ -232,10 +233,10 @@ impl Printer<'_> {
             previous = Some((end, is_block));
         }
         for comment in self.comments(Anchor::EndOfFile) {
-            if let Some((end, was_block)) = previous {
-                if was_block || self.blank_between(end, comment.span.start) {
-                    out.push('\n');
-                }
+            if let Some((end, was_block)) = previous
+                && (was_block || self.blank_between(end, comment.span.start))
+            {
+                out.push('\n');
             }
             out.push_str(comment.text.trim_end());
             out.push('\n');
@@ -326,6 +327,7 @@ impl Printer<'_> {
             ClauseKind::Remediation(Remediation::Token(token)) => {
                 format!("remediation {}", token.source)
             }
+            ClauseKind::Excerpt(text) => format!("excerpt {}", text.source),
             ClauseKind::Remediation(Remediation::Capture {
                 pattern,
                 group,

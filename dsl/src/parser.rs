@@ -134,6 +134,7 @@ fn describe_rule(rule: Rule) -> Option<&'static str> {
         Rule::kw_unless | Rule::c_unless => "`unless`",
         Rule::kw_timing | Rule::c_timing => "`timing`",
         Rule::kw_remediation | Rule::c_remediation => "`remediation`",
+        Rule::kw_excerpt | Rule::c_excerpt => "`excerpt`",
         Rule::kw_example | Rule::c_example => "`example`",
         Rule::kw_counterexample | Rule::c_counterexample => "`counterexample`",
         Rule::kw_present | Rule::guard_present => "`present`",
@@ -483,6 +484,7 @@ impl Builder<'_> {
                     _ => return None,
                 }
             }
+            Rule::c_excerpt => ClauseKind::Excerpt(self.string(&arg?)),
             Rule::c_example => ClauseKind::Example(self.evidence(&arg?)?),
             Rule::c_counterexample => ClauseKind::Counterexample(self.evidence(&arg?)?),
             _ => return None,

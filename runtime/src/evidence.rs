@@ -67,12 +67,20 @@ pub struct Classification {
     pub rule: String,
     /// The catalogue version that decided.
     pub catalogue_version: String,
-    /// The code's flags.
+    /// Whether the code's policy allows an automatic retry.
     pub auto_retryable: bool,
-    /// The code's flags.
+    /// Whether the code's policy allows falling back to another provider.
     pub fallback_allowed: bool,
-    /// The code's flags.
+    /// Whether a person must act (log in, pay, configure) before a retry can succeed.
     pub user_action: bool,
+    /// When the limit resets (RFC 3339, UTC): the evidence's structured reset time, or one read
+    /// from the text by the winning rule's timing extractors; validated to lie after the
+    /// classification's clock and at most eight years ahead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_hint: Option<String>,
+    /// Whole seconds from the classification's clock until `reset_hint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
     /// The sanitized, bounded excerpt of the evidence text.
     pub excerpt: String,
     /// A remediation token or captured value.

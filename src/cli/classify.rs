@@ -2,7 +2,9 @@
 
 use std::io::BufRead as _;
 use std::path::PathBuf;
+use std::time::SystemTime;
 
+use faultline_runtime::timing::parse_instant;
 use faultline_runtime::{Bundle, Evidence};
 
 use super::files::{self, FileSystem};
@@ -20,10 +22,43 @@ pub struct Args {
     /// file). Without `--bundle` or `--catalogue`, the catalogue built into this binary is used.
     #[arg(long, value_name = "CATALOGUE")]
     catalogue: Option<PathBuf>,
+    /// Fix the clock (RFC 3339, such as `2026-09-01T12:00:00Z`) that reset times are validated
+    /// against, for reproducible output; a line's own `now` field overrides it. Default: the
+    /// system clock.
+    #[arg(long, value_name = "INSTANT", value_parser = parse_instant)]
+    now: Option<SystemTime>,
+}
+
+/// Parses a line into evidence and its clock: a JSON object of evidence fields, plus an
+/// optional `now`.
+pub(super) fn parse_line(
+    line: &str,
+    default_now: Option<SystemTime>,
+) -> Result<(Evidence, SystemTime), String> {
+    let mut fields: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(line).map_err(|error| format!("invalid evidence: {error}"))?;
+    let now = match fields.remove("now") {
+        Some(serde_json::Value::String(text)) => {
+            parse_instant(&text).map_err(|error| format!("invalid `now`: {error}"))?
+        }
+        Some(other) => {
+            return Err(format!(
+                "invalid `now`: expected an RFC 3339 string, found `{other}`"
+            ));
+        }
+        None => default_now.unwrap_or_else(SystemTime::now),
+    };
+    // The path names the offending field, which serde's own message may not.
+    let evidence: Evidence = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
+        .map_err(|error| match error.path().to_string().as_str() {
+            "." => format!("invalid evidence: {}", error.inner()),
+            path => format!("invalid evidence: field `{path}`: {}", error.inner()),
+        })?;
+    Ok((evidence, now))
 }
 
 /// Compiles a catalogue into a bundle, reporting its errors.
-fn compile(
+pub(super) fn compile(
     loaded: Result<
         (
             faultline_dsl::LoadedCatalogue,
@@ -32,7 +67,7 @@ fn compile(
         std::io::Error,
     >,
     what: &str,
-) -> Result<Bundle, Exit> {
+) -> Result<(faultline_compiler::Compilation, Bundle), Exit> {
     let (loaded, diagnostics) = loaded.map_err(|error| {
         err(&format!("error: cannot read {what}: {error}"));
         Exit::Failure
@@ -43,23 +78,29 @@ fn compile(
         .chain(&compilation.diagnostics)
         .filter(|d| d.is_error())
         .collect();
-    let Some(bytes) = compilation.bundle.filter(|_| errors.is_empty()) else {
+    let Some(bytes) = compilation.bundle.as_ref().filter(|_| errors.is_empty()) else {
         err(&format!(
             "error: {what} has {} error(s); run `faultline check` on it",
             errors.len().max(1)
         ));
         return Err(Exit::Findings);
     };
-    Bundle::from_bytes(&bytes).map_err(|error| {
+    let bundle = Bundle::from_bytes(bytes).map_err(|error| {
         err(&format!(
             "error: {what} compiled to an invalid bundle: {error}"
         ));
         Exit::Failure
-    })
+    })?;
+    Ok((compilation, bundle))
 }
 
-fn bundle(args: &Args) -> Result<Bundle, Exit> {
-    if let Some(path) = &args.bundle {
+/// Loads the bundle a command asked for: a bundle file, a catalogue compiled now, or the
+/// built-in catalogue.
+pub(super) fn load_bundle(
+    bundle: Option<&PathBuf>,
+    catalogue: Option<&PathBuf>,
+) -> Result<Bundle, Exit> {
+    if let Some(path) = bundle {
         let bytes = std::fs::read(path).map_err(|error| {
             err(&format!("error: cannot read `{}`: {error}", path.display()));
             Exit::Failure
@@ -72,13 +113,104 @@ fn bundle(args: &Args) -> Result<Bundle, Exit> {
             Exit::Failure
         });
     }
-    if let Some(path) = &args.catalogue {
+    if let Some(path) = catalogue {
         let root = files::catalogue_root(path);
         return compile(
             faultline_dsl::load(&root, &FileSystem),
             &format!("`{}`", root.display()),
-        );
+        )
+        .map(|(_, bundle)| bundle);
     }
+    embedded_bundle()
+}
+
+/// The built-in catalogue's bundle. Compiling it takes most of a second, so the bundle is
+/// cached (under `$FAULTLINE_CACHE_DIR`, else `$XDG_CACHE_HOME/faultline`, else
+/// `~/.cache/faultline`; an empty `FAULTLINE_CACHE_DIR` turns the cache off), keyed by the
+/// catalogue's sources and this executable. A cached bundle is untrusted like any other: it
+/// is fully validated on load, and a bad one is simply rebuilt.
+fn embedded_bundle() -> Result<Bundle, Exit> {
+    let (sources, root) = embedded::sources();
+    let loaded = faultline_dsl::load(root, &sources);
+    let cached = loaded
+        .as_ref()
+        .ok()
+        .and_then(|(loaded, _)| cache_path(loaded));
+    if let Some(bundle) = cached
+        .as_ref()
+        .and_then(|path| std::fs::read(path).ok())
+        .and_then(|bytes| Bundle::from_bytes(&bytes).ok())
+    {
+        return Ok(bundle);
+    }
+    let (compilation, bundle) = compile(loaded, "the built-in catalogue")?;
+    if let (Some(path), Some(bytes)) = (cached, compilation.bundle.as_ref()) {
+        store(&path, bytes);
+    }
+    Ok(bundle)
+}
+
+fn cache_path(loaded: &faultline_dsl::LoadedCatalogue) -> Option<PathBuf> {
+    use std::fmt::Write as _;
+    let directory = match std::env::var_os("FAULTLINE_CACHE_DIR") {
+        Some(directory) if directory.is_empty() => return None,
+        Some(directory) => PathBuf::from(directory),
+        None => match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+            Some(directory) => PathBuf::from(directory).join("faultline"),
+            None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/faultline"),
+        },
+    };
+    // The executable's identity stands for the compiler that built the bundle.
+    let executable = std::env::current_exe().ok()?.metadata().ok()?;
+    let built = executable
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    let mut key = String::new();
+    for byte in faultline_compiler::manifest_hash(loaded).iter().take(12) {
+        let _ = write!(key, "{byte:02x}");
+    }
+    let name = format!(
+        "builtin-{key}-{}-{}-{}.flb",
+        env!("CARGO_PKG_VERSION"),
+        executable.len(),
+        built.as_nanos()
+    );
+    Some(directory.join(name))
+}
+
+/// Writes the cache file atomically (a reader never sees half a file); failures only cost the
+/// next run a compilation.
+fn store(path: &std::path::Path, bytes: &[u8]) {
+    let Some(directory) = path.parent() else {
+        return;
+    };
+    if std::fs::create_dir_all(directory).is_err() {
+        return;
+    }
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&temporary, bytes).is_ok() && std::fs::rename(&temporary, path).is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    // Bundles of other builds linger after every rebuild: drop those unused for a day.
+    let day = std::time::Duration::from_secs(86_400);
+    for entry in std::fs::read_dir(directory).into_iter().flatten().flatten() {
+        let stale = entry
+            .metadata()
+            .and_then(|metadata| metadata.accessed().or_else(|_| metadata.modified()))
+            .ok()
+            .and_then(|used| used.elapsed().ok())
+            .is_some_and(|age| age > day);
+        let ours = entry.file_name().to_string_lossy().starts_with("builtin-");
+        if ours && stale && entry.path() != path {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Compiles the catalogue built into this binary.
+pub(super) fn compile_embedded() -> Result<(faultline_compiler::Compilation, Bundle), Exit> {
     let (sources, root) = embedded::sources();
     compile(
         faultline_dsl::load(root, &sources),
@@ -91,6 +223,7 @@ fn classify_lines(
     bundle: &Bundle,
     name: &str,
     reader: &mut dyn std::io::BufRead,
+    default_now: Option<SystemTime>,
     failed: &mut usize,
 ) {
     let mut output = String::new();
@@ -107,15 +240,15 @@ fn classify_lines(
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Evidence>(&line) {
-            Ok(evidence) => {
-                let classification = bundle.classify(&evidence);
+        match parse_line(&line, default_now) {
+            Ok((evidence, now)) => {
+                let classification = bundle.classify_at(&evidence, now);
                 output.push_str(&serde_json::to_string(&classification).unwrap_or_default());
                 output.push('\n');
             }
             Err(error) => {
                 *failed += 1;
-                err(&format!("{name}:{number}: invalid evidence: {error}"));
+                err(&format!("{name}:{number}: {error}"));
             }
         }
         if output.len() > 64 << 10 {
@@ -126,7 +259,7 @@ fn classify_lines(
 }
 
 pub fn run(args: &Args) -> Exit {
-    let bundle = match bundle(args) {
+    let bundle = match load_bundle(args.bundle.as_ref(), args.catalogue.as_ref()) {
         Ok(bundle) => bundle,
         Err(exit) => return exit,
     };
@@ -137,6 +270,7 @@ pub fn run(args: &Args) -> Exit {
             &bundle,
             "<stdin>",
             &mut std::io::stdin().lock(),
+            args.now,
             &mut failed,
         );
     }
@@ -146,6 +280,7 @@ pub fn run(args: &Args) -> Exit {
                 &bundle,
                 &path.display().to_string(),
                 &mut std::io::BufReader::new(file),
+                args.now,
                 &mut failed,
             ),
             Err(error) => {

@@ -32,6 +32,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/runtime.rules"),
     ),
     (
+        "extended.rules",
+        include_str!("../../catalogue/extended.rules"),
+    ),
+    (
         "fallback.rules",
         include_str!("../../catalogue/fallback.rules"),
     ),

@@ -9,10 +9,13 @@ mod check;
 mod classify;
 mod diagnostic;
 mod embedded;
+mod explain;
 mod files;
 mod fmt;
 mod inspect;
 mod order;
+mod recover;
+mod replay;
 mod test;
 
 /// What a run of `faultline` ended with. The numbers are documented in the README.
@@ -49,8 +52,16 @@ enum Command {
     Fmt(fmt::Args),
     /// Classify evidence given as JSON lines; one classification per line.
     Classify(classify::Args),
+    /// Explain one classification: the text read, every rule that matched or was vetoed, the
+    /// priority path to the winner, and the timing extraction.
+    Explain(explain::Args),
+    /// Replay a JSON-lines log of recovery events and print each outcome and terminal verdict.
+    Recover(recover::Args),
     /// Run every inline example and classification fixture; ends with `N passed, N failed`.
     Test(test::Args),
+    /// Run the ACP replay fixtures through the transport and recovery layers; ends with
+    /// `N passed, N failed`. `replay capture` records a live agent turn as a fixture draft.
+    Replay(replay::Args),
     /// Compile a catalogue into a bundle file.
     Build(build::Args),
     /// Show what a bundle holds: header, automata sizes, effective order.
@@ -148,9 +159,12 @@ pub fn run() -> std::process::ExitCode {
         Command::Fmt(args) => fmt::run(&args),
         Command::Classify(args) => classify::run(&args),
         Command::Test(args) => test::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Build(args) => build::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Order(args) => order::run(&args),
+        Command::Explain(args) => explain::run(&args),
+        Command::Recover(args) => recover::run(&args),
         Command::Diagnostic(args) => diagnostic::run(&args),
     };
     exit.into()

@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use std::time::SystemTime;
+
+use faultline_runtime::timing::parse_instant;
 use faultline_runtime::{Bundle, Evidence};
 use serde::Deserialize;
 
@@ -30,6 +33,9 @@ struct Fixture {
     source: String,
     /// The evidence.
     evidence: Evidence,
+    /// The clock to classify at (RFC 3339); required when the fixture pins a reset time.
+    #[serde(default)]
+    now: Option<String>,
     /// What the classification must be.
     expect: Expectation,
 }
@@ -46,11 +52,55 @@ struct Expectation {
     /// Rules that must not win (for prose that quotes an error).
     #[serde(default)]
     rule_not: Vec<String>,
+    /// The reset time it must report (compared as an instant).
+    #[serde(default)]
+    reset_hint: Option<String>,
+    /// It must report no reset time.
+    #[serde(default)]
+    no_reset_hint: bool,
 }
 
-fn check(bundle: &Bundle, fixture: &Fixture) -> Vec<String> {
-    let result = bundle.classify(&fixture.evidence);
+/// The fixture's clock, and its expected reset time as an instant; an error makes the fixture
+/// invalid.
+fn clock(fixture: &Fixture) -> Result<(SystemTime, Option<SystemTime>), String> {
+    let pins_reset = fixture.expect.reset_hint.is_some() || fixture.expect.no_reset_hint;
+    let now = match &fixture.now {
+        Some(now) => parse_instant(now)?,
+        None if pins_reset => {
+            return Err(
+                "a fixture that pins a reset time must fix the clock with `now`".to_owned(),
+            );
+        }
+        None => SystemTime::now(),
+    };
+    let reset = fixture
+        .expect
+        .reset_hint
+        .as_deref()
+        .map(parse_instant)
+        .transpose()?;
+    Ok((now, reset))
+}
+
+fn check(
+    bundle: &Bundle,
+    fixture: &Fixture,
+    now: SystemTime,
+    reset: Option<SystemTime>,
+) -> Vec<String> {
+    let result = bundle.classify_at(&fixture.evidence, now);
     let mut problems = Vec::new();
+    let actual_reset = result
+        .reset_hint
+        .as_deref()
+        .and_then(|at| parse_instant(at).ok());
+    if (reset.is_some() || fixture.expect.no_reset_hint) && actual_reset != reset {
+        problems.push(format!(
+            "reset hint {}, expected {}",
+            result.reset_hint.as_deref().unwrap_or("none"),
+            fixture.expect.reset_hint.as_deref().unwrap_or("none")
+        ));
+    }
     if let Some(code) = &fixture.expect.code
         && result.code != *code
     {
@@ -169,8 +219,11 @@ pub fn run(args: &Args) -> Exit {
                 continue;
             }
             let at = format!("{}:{}", path.display(), index + 1);
-            let fixture: Fixture = match serde_json::from_str(line) {
-                Ok(fixture) => fixture,
+            let parsed = serde_json::from_str::<Fixture>(line)
+                .map_err(|error| error.to_string())
+                .and_then(|fixture| clock(&fixture).map(|clock| (fixture, clock)));
+            let (fixture, (now, reset)) = match parsed {
+                Ok(parsed) => parsed,
                 Err(error) => {
                     err(&format!("{at}: invalid fixture: {error}"));
                     invalid += 1;
@@ -185,7 +238,7 @@ pub fn run(args: &Args) -> Exit {
                 ));
                 continue;
             };
-            let problems = check(bundle, &fixture);
+            let problems = check(bundle, &fixture, now, reset);
             if problems.is_empty() {
                 passed += 1;
             } else {

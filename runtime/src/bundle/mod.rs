@@ -9,6 +9,8 @@ mod classify;
 pub mod model;
 pub mod wire;
 
+use std::time::SystemTime;
+
 use regex_automata::dfa::dense;
 
 pub use classify::{Step, Trace};
@@ -179,23 +181,81 @@ impl Bundle {
         self.engine.automaton_sizes()
     }
 
-    /// Classifies one piece of evidence. Always returns a classification.
+    /// Classifies one piece of evidence by the system clock. Always returns a classification.
     pub fn classify(&self, evidence: &crate::Evidence) -> crate::Classification {
-        self.engine
-            .classify(&self.model, &self.header.catalogue_version, evidence, None)
+        self.classify_at(evidence, SystemTime::now())
     }
 
-    /// Classifies and records, for every rule in priority order, whether it fired and if not
-    /// why (a guard, the prefilter, a matcher, a veto).
-    pub fn classify_traced(&self, evidence: &crate::Evidence) -> (crate::Classification, Trace) {
+    /// Classifies one piece of evidence with the clock fixed at `now`, which timing hints are
+    /// validated against (reproducible results). Always returns a classification.
+    pub fn classify_at(
+        &self,
+        evidence: &crate::Evidence,
+        now: SystemTime,
+    ) -> crate::Classification {
+        let mut classification =
+            self.engine
+                .classify(&self.model, &self.header.catalogue_version, evidence, None);
+        self.finish(&mut classification, evidence, now, None);
+        classification
+    }
+
+    /// Classifies as [`Bundle::classify_at`] and records, for every rule in priority order,
+    /// whether it fired and if not why (a guard, the prefilter, a matcher, a veto), and every
+    /// source of a reset time consulted.
+    pub fn classify_traced(
+        &self,
+        evidence: &crate::Evidence,
+        now: SystemTime,
+    ) -> (crate::Classification, Trace) {
         let mut trace = Trace::default();
-        let classification = self.engine.classify(
+        let mut classification = self.engine.classify(
             &self.model,
             &self.header.catalogue_version,
             evidence,
             Some(&mut trace),
         );
+        self.finish(&mut classification, evidence, now, Some(&mut trace.timing));
         (classification, trace)
+    }
+
+    /// What follows the winner's choice: its fixed excerpt, and the timing stage (a structured
+    /// reset time if valid, else the winning rule's extractors).
+    fn finish(
+        &self,
+        classification: &mut crate::Classification,
+        evidence: &crate::Evidence,
+        now: SystemTime,
+        steps: Option<&mut Vec<crate::timing::HintStep>>,
+    ) {
+        let winner = self
+            .rule_position(&classification.rule)
+            .and_then(|position| self.model.rules.get(position));
+        if let Some(excerpt) = winner.and_then(|rule| rule.excerpt.as_ref()) {
+            classification.excerpt.clone_from(excerpt);
+        }
+        let extractors = winner
+            .map(|rule| rule.timing.as_slice())
+            .unwrap_or_default();
+        if evidence.reset_hint.is_none() && extractors.is_empty() {
+            return;
+        }
+        let raw = if extractors.is_empty() {
+            String::new()
+        } else {
+            evidence.raw_text()
+        };
+        let hint = crate::timing::resolve(
+            evidence.reset_hint.as_deref(),
+            extractors,
+            &raw,
+            crate::timing::timestamp(now),
+            steps,
+        );
+        if let Some(hint) = hint {
+            classification.reset_hint = Some(hint.rfc3339());
+            classification.retry_after = Some(hint.retry_after_seconds());
+        }
     }
 }
 
@@ -254,6 +314,15 @@ fn validate_model(
         }
         for matcher in rule.matchers.iter().chain(&rule.vetoes) {
             validate_matcher(model, matcher, &rule.id)?;
+        }
+        if let Some(excerpt) = &rule.excerpt
+            && (excerpt.len() > crate::sanitize::MAX_EXCERPT_BYTES
+                || crate::sanitize::diagnostic(excerpt) != *excerpt)
+        {
+            return Err(BundleError::malformed(format!(
+                "rule `{}` has a fixed excerpt that is not redaction-clean",
+                rule.id
+            )));
         }
         if let Some(RemediationEntry::Capture { group, .. }) = &rule.remediation
             && *group == 0

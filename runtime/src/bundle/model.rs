@@ -66,6 +66,8 @@ pub struct RuleEntry {
     pub vetoes: Vec<MatcherEntry>,
     /// Timing extractors.
     pub timing: Vec<TimingExtractor>,
+    /// A fixed, redaction-clean excerpt reported instead of the evidence text.
+    pub excerpt: Option<String>,
     /// Remediation.
     pub remediation: Option<RemediationEntry>,
     /// Whether the prefilter may skip this rule when none of its literals occurs.

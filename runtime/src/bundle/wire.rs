@@ -26,9 +26,9 @@ use super::BundleError;
 /// The magic bytes that start every bundle.
 pub const MAGIC: [u8; 8] = *b"FLBUNDLE";
 /// The format version this crate writes.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// The oldest format version this crate reads.
-pub const OLDEST_READABLE_VERSION: u16 = 1;
+pub const OLDEST_READABLE_VERSION: u16 = 2;
 /// The reader version of this crate: bundles whose minimum reader version is newer are refused.
 pub const READER_VERSION: u16 = 1;
 /// The regex-automata serialization family the automata use.
@@ -236,7 +236,7 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
 }
 
 fn pad_to_8(out: &mut Vec<u8>) {
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
 }

@@ -1,0 +1,278 @@
+//! Fixture capture: record one live ACP prompt turn as a replay-fixture draft.
+//!
+//! The adapter is the client: it sends one prompt to an agent (a spawned process speaking ACP
+//! on stdio, or any byte streams), and what it observed — the chunks, tool calls and updates,
+//! model settlements and the prompt error — becomes the draft's frames. The draft's `expect`
+//! is what the adapter and the recovery engine decided, so a draft states today's behaviour;
+//! review it before committing it. A draft is `capture: recorded`, its `source` is the capture
+//! command and its `capturedAt` the capture's instant, and it is returned only if the loader's
+//! document lints pass ([`crate::fixture::load_str`]): a draft carrying a credential, a URL or
+//! a host path is refused with the lints that failed.
+//!
+//! What a frame cannot record: a tool call's title and status (the adapter keeps only ids),
+//! and raw error `data` beyond a validated `errorKind` (it never crosses the boundary).
+//!
+//! This module also bridges blocking standard streams to the adapter's async byte streams
+//! (one thread per direction), for spawned agents and for [`serve_stdio`].
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use faultline_runtime::Bundle;
+use faultline_runtime::recovery::projection::ProjectionSource;
+
+use crate::adapter::{Adapter, AdapterError, PromptOutcome};
+use crate::event::AdapterEvent;
+use crate::fixture::{
+    AgentId, Capture, Case, Expect, ExpectedProjection, Fixture, FixtureError, Frame, Gateway,
+    Identity, Token, classify_projection, load_str, replay_recovery,
+};
+use crate::pipe::{PipeReader, PipeWriter, pipe};
+use crate::transport::{FakeAgent, TransportError};
+
+/// What to capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureRequest {
+    /// The gateway the agent is configured for.
+    pub gateway: Gateway,
+    /// The case the turn exercises.
+    pub case: Case,
+    /// The agent identity (the adapter's negotiated provider id).
+    pub agent_id: AgentId,
+    /// The replay identity to record.
+    pub identity: Identity,
+    /// The prompt to send.
+    pub prompt: String,
+    /// The capture command, recorded as the draft's `source`.
+    pub source: String,
+    /// The capture's instant (RFC 3339), recorded as `capturedAt`.
+    pub captured_at: String,
+}
+
+/// Why a capture produced no draft.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The agent could not be spawned or talked to.
+    #[error("cannot run the agent: {0}")]
+    Spawn(#[from] std::io::Error),
+    /// The ACP connection failed.
+    #[error(transparent)]
+    Adapter(#[from] AdapterError),
+    /// The draft fails the loader's lints.
+    #[error("the draft fails {} lint(s)", .0.len())]
+    Lints(Vec<FixtureError>),
+    /// The draft could not be encoded.
+    #[error("cannot encode the draft: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// A draft that passed the loader's document lints, and its file text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    /// The validated fixture.
+    pub fixture: Fixture,
+    /// Its JSON text, as it would be written.
+    pub text: String,
+}
+
+/// Spawns `program` with `args` (the agent, speaking ACP on stdio; its standard error is
+/// inherited), captures one prompt turn in `cwd`, then ends the agent.
+pub fn capture_command(
+    bundle: Arc<Bundle>,
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    request: &CaptureRequest,
+) -> Result<Draft, CaptureError> {
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| missing("standard input"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| missing("standard output"))?;
+    let (incoming, reading) = read_into_pipe(stdout);
+    let (outgoing, writing) = write_from_pipe(stdin);
+    let (adapter, mut events) = Adapter::new(bundle, request.agent_id.as_str());
+    let outcome =
+        futures::executor::block_on(adapter.prompt(outgoing, incoming, &request.prompt, cwd));
+    // The turn is over: the agent is not needed any more.
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = reading.join();
+    let _ = writing.join();
+    let outcome = outcome?;
+    draft(&adapter, &events.drain(), &outcome, request)
+}
+
+fn missing(what: &str) -> std::io::Error {
+    std::io::Error::other(format!("the agent's {what} is not piped"))
+}
+
+/// Builds the draft of a captured turn from the adapter's events and the prompt's outcome, and
+/// lints it.
+pub fn draft(
+    adapter: &Adapter,
+    events: &[AdapterEvent],
+    outcome: &PromptOutcome,
+    request: &CaptureRequest,
+) -> Result<Draft, CaptureError> {
+    let mut frames = Vec::new();
+    let mut tokens = Vec::new();
+    for event in events {
+        let frame = match event {
+            AdapterEvent::MessageChunk { role, text, .. } => Frame::MessageChunk {
+                role: *role,
+                text: text.clone(),
+            },
+            AdapterEvent::ThoughtChunk { text } => Frame::ThoughtChunk { text: text.clone() },
+            AdapterEvent::ToolCall { tool_call_id } => Frame::ToolCall {
+                tool_call_id: tool_call_id.clone(),
+                title: None,
+                status: Default::default(),
+            },
+            AdapterEvent::ToolUpdate { tool_call_id } => Frame::ToolUpdate {
+                tool_call_id: tool_call_id.clone(),
+                status: None,
+            },
+            AdapterEvent::ModelSettled { model_id } => Frame::ModelSettled {
+                model_id: model_id.clone(),
+            },
+        };
+        frames.push(frame);
+        tokens.extend(Token::of(event));
+    }
+    let provider_error = match outcome {
+        PromptOutcome::Failed(failure) => {
+            frames.push(Frame::PromptError {
+                code: failure.error.code,
+                message: failure.error.message.clone(),
+                data: failure
+                    .error
+                    .data
+                    .as_ref()
+                    .and_then(serde_json::Value::as_object)
+                    .cloned(),
+            });
+            tokens.push(Token::Error);
+            ExpectedProjection {
+                source: failure.projection.source,
+                rpc_code: failure.projection.rpc_code.unwrap_or_default(),
+                error_kind: failure.projection.error_kind.clone(),
+                provider_id: failure.projection.provider_id.clone().unwrap_or_default(),
+                model_id: failure.projection.model_id.clone(),
+            }
+        }
+        // No error: the draft has no `prompt_error` and the lints will say so.
+        PromptOutcome::Completed { .. } => ExpectedProjection {
+            source: ProjectionSource::AcpPrompt,
+            rpc_code: 0,
+            error_kind: None,
+            provider_id: adapter.provider_id().to_owned(),
+            model_id: adapter.settled_model(),
+        },
+    };
+    let diagnostic_code = match outcome {
+        PromptOutcome::Failed(failure) => {
+            classify_projection(adapter.bundle(), &failure.projection).code
+        }
+        PromptOutcome::Completed { .. } => String::new(),
+    };
+    let mut fixture = Fixture {
+        name: String::new(),
+        gateway: request.gateway,
+        agent_id: request.agent_id,
+        classifying: request.gateway.classifying(),
+        case: request.case,
+        capture: Capture::Recorded,
+        captured_at: Some(request.captured_at.clone()),
+        source: request.source.clone(),
+        identity: request.identity.clone(),
+        frames,
+        expect: Expect {
+            events: tokens,
+            provider_error,
+            diagnostic_code,
+            pre_result_safe: false,
+            recorded_diagnostic_code: String::new(),
+        },
+    };
+    if matches!(outcome, PromptOutcome::Failed(_))
+        && let Ok(recovery) = replay_recovery(adapter.bundle(), &fixture)
+    {
+        fixture.expect.pre_result_safe = recovery.pre_result_safe;
+        fixture.expect.recorded_diagnostic_code = recovery.recorded_diagnostic.unwrap_or_default();
+    }
+    let mut text = serde_json::to_string_pretty(&fixture)?;
+    text.push('\n');
+    let name = fixture.cell().file_name();
+    match load_str(&name, &text) {
+        Ok(fixture) => Ok(Draft { fixture, text }),
+        Err(lints) => Err(CaptureError::Lints(lints)),
+    }
+}
+
+/// Pumps a blocking reader into a new pipe on a thread; the pipe closes at end-of-file.
+pub fn read_into_pipe(mut reader: impl Read + Send + 'static) -> (PipeReader, JoinHandle<()>) {
+    let (pipe_reader, writer) = pipe();
+    let thread = std::thread::spawn(move || {
+        let mut buffer = [0_u8; 8192];
+        loop {
+            match reader.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(count) => {
+                    let Some(bytes) = buffer.get(..count) else {
+                        break;
+                    };
+                    if writer.send(bytes).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        writer.close();
+    });
+    (pipe_reader, thread)
+}
+
+/// Pumps a new pipe into a blocking writer on a thread, flushing after every chunk; the
+/// writer is dropped (closed) when the pipe closes.
+pub fn write_from_pipe(mut writer: impl Write + Send + 'static) -> (PipeWriter, JoinHandle<()>) {
+    let (mut reader, pipe_writer) = pipe();
+    let thread = std::thread::spawn(move || {
+        while let Some(chunk) = futures::executor::block_on(reader.next_chunk()) {
+            if writer
+                .write_all(&chunk)
+                .and_then(|()| writer.flush())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    (pipe_writer, thread)
+}
+
+/// Serves `fixture`'s frames as a fake ACP agent on this process's standard input and output
+/// until the client hangs up (a stand-in agent for trying the capture path and ACP clients).
+pub fn serve_stdio(fixture: &Fixture) -> Result<(), TransportError> {
+    let agent = FakeAgent::new(fixture.identity.session_id.clone(), &fixture.frames)?;
+    let (incoming, reading) = read_into_pipe(std::io::stdin());
+    let (outgoing, writing) = write_from_pipe(std::io::stdout());
+    let served = futures::executor::block_on(agent.serve(incoming, outgoing));
+    let _ = writing.join();
+    // The reading thread may block on standard input; it ends with the process.
+    drop(reading);
+    served
+}

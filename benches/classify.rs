@@ -1,0 +1,990 @@
+//! Classification throughput, faultline's compiled bundle against the engines it replaces, all on
+//! the same inputs in one run: the reference interpreter (one `regex::Regex` per rule, tried in
+//! priority order: how Kandev classifies), one `regex::RegexSet` per text view, and, with
+//! `--features vectorscan`, one Vectorscan (Hyperscan) block-mode database per text view.
+//!
+//! Three input sets, one criterion group each: ordinary agent prose (the common, rejecting
+//! path), real error messages, and 4 KiB stderr blobs (some with a real error near the end).
+//! Every engine computes the same thing, the winning rule (priority order, guards, vetoes,
+//! remediation captures); before anything is timed, every engine's winner is checked against
+//! the reference on every input.
+//!
+//! Run with `cargo bench --bench classify` (add `--features vectorscan` for Vectorscan, which
+//! needs Debian's `libvectorscan-dev`). A closing table gives, per input set and engine, the
+//! median ns per classification and MB/s.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stderr,
+    reason = "a benchmark fails by panicking, and reports its inputs and results on standard error"
+)]
+
+use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use criterion::{Criterion, Throughput};
+use faultline_compiler::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, TextMatcher};
+use faultline_compiler::priority::Priority;
+use faultline_compiler::reference::Reference;
+use faultline_compiler::{Compilation, Compiler};
+use faultline_dsl::SourceProvider;
+use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, sanitize};
+use regex::{Regex, RegexSet};
+use serde_json::Value;
+
+struct FileSystem;
+
+impl SourceProvider for FileSystem {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The winner as every engine reports it: the rule id and its remediation capture, if any.
+type Winner = Option<(String, Option<String>)>;
+
+// ---------------------------------------------------------------------------------------------
+// The rules as the set-based engines see them: every `regex`/`contains` matcher of every rule,
+// veto and remediation capture is one pattern of its view's set; `prefix`/`whole` matchers,
+// which test the trimmed text from its start, are anchored regexes run directly.
+// ---------------------------------------------------------------------------------------------
+
+#[cfg_attr(
+    not(feature = "vectorscan"),
+    allow(dead_code, reason = "named in the Vectorscan fallback report")
+)]
+const VIEWS: [TextView; 2] = [TextView::Raw, TextView::Sanitized];
+
+fn view_index(view: TextView) -> usize {
+    match view {
+        TextView::Raw => 0,
+        TextView::Sanitized => 1,
+    }
+}
+
+enum Test {
+    /// Pattern `pattern` of the view's set; with `where group N == field`, confirmed by captures.
+    Set {
+        view: usize,
+        pattern: usize,
+        group: Option<(u32, EvidenceField, Regex)>,
+    },
+    /// A `prefix`/`whole` matcher: an anchored regex over the trimmed text.
+    Anchored {
+        view: usize,
+        regex: Regex,
+        suffix: Option<Option<(usize, usize)>>,
+    },
+}
+
+struct SetRule {
+    id: String,
+    guards: Guards,
+    matchers: Vec<Test>,
+    vetoes: Vec<Test>,
+    capture: Option<(Regex, u32, usize)>,
+}
+
+/// Every rule in priority order, and every view's pattern list (deduplicated).
+struct Plan {
+    rules: Vec<SetRule>,
+    patterns: [Vec<String>; 2],
+}
+
+fn escaped(literal: &str, ignore_case: bool) -> String {
+    format!(
+        "{}{}",
+        if ignore_case { "(?i)" } else { "" },
+        regex::escape(literal)
+    )
+}
+
+impl Plan {
+    fn new(catalogue: &Catalogue, priority: &Priority) -> Plan {
+        let mut patterns: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+        let mut known: [HashMap<String, usize>; 2] = [HashMap::new(), HashMap::new()];
+        let mut intern = |view: usize, pattern: String| -> usize {
+            *known[view].entry(pattern.clone()).or_insert_with(|| {
+                patterns[view].push(pattern);
+                patterns[view].len() - 1
+            })
+        };
+        let mut test = |matcher: &TextMatcher| -> Test {
+            let view = view_index(matcher.view);
+            match &matcher.kind {
+                MatcherKind::Regex {
+                    lowered,
+                    group_equals,
+                    ..
+                } => Test::Set {
+                    view,
+                    pattern: intern(view, lowered.clone()),
+                    group: group_equals
+                        .map(|(group, field)| (group, field, Regex::new(lowered).unwrap())),
+                },
+                MatcherKind::Contains {
+                    literal,
+                    ignore_case,
+                } => Test::Set {
+                    view,
+                    pattern: intern(view, escaped(literal, *ignore_case)),
+                    group: None,
+                },
+                MatcherKind::Prefix {
+                    literal,
+                    ignore_case,
+                    suffix,
+                } => Test::Anchored {
+                    view,
+                    regex: Regex::new(&format!(
+                        r"{}\A{}",
+                        if *ignore_case { "(?i)" } else { "" },
+                        regex::escape(literal)
+                    ))
+                    .unwrap(),
+                    suffix: Some(*suffix),
+                },
+                MatcherKind::Whole {
+                    literal,
+                    ignore_case,
+                } => Test::Anchored {
+                    view,
+                    regex: Regex::new(&format!(
+                        r"{}\A{}\z",
+                        if *ignore_case { "(?i)" } else { "" },
+                        regex::escape(literal)
+                    ))
+                    .unwrap(),
+                    suffix: None,
+                },
+            }
+        };
+        let mut rules = Vec::new();
+        for &index in &priority.order {
+            let rule = &catalogue.rules[index];
+            let matchers = rule.matchers.iter().map(&mut test).collect();
+            let vetoes = rule.vetoes.iter().map(&mut test).collect();
+            let capture = match &rule.remediation {
+                Some(RemediationSpec::Capture {
+                    lowered,
+                    group,
+                    view,
+                }) => Some((Regex::new(lowered).unwrap(), *group, view_index(*view))),
+                _ => None,
+            };
+            rules.push(SetRule {
+                id: rule.id.clone(),
+                guards: rule.guards.clone(),
+                matchers,
+                vetoes,
+                capture,
+            });
+        }
+        Plan { rules, patterns }
+    }
+
+    /// The winner, given a scanner that reports, for one view's text, which of its patterns
+    /// match. Each view is sanitized and scanned at most once, and only when a rule whose
+    /// guards hold needs it.
+    fn decide(&self, evidence: &Evidence, scan: &dyn Fn(usize, &str) -> Vec<bool>) -> Winner {
+        let raw = evidence.raw_text();
+        let sanitized = OnceCell::new();
+        let text = |view: usize| -> &str {
+            if view == 0 {
+                &raw
+            } else {
+                sanitized.get_or_init(|| sanitize::diagnostic(&raw))
+            }
+        };
+        let hits: [OnceCell<Vec<bool>>; 2] = [OnceCell::new(), OnceCell::new()];
+        let holds = |test: &Test| -> bool {
+            match test {
+                Test::Set {
+                    view,
+                    pattern,
+                    group,
+                } => {
+                    let hit = hits[*view].get_or_init(|| scan(*view, text(*view)))[*pattern];
+                    match group {
+                        None => hit,
+                        Some((group, field, regex)) => {
+                            hit && text_field(evidence, *field).is_some_and(|expected| {
+                                regex.captures_iter(text(*view)).any(|captures| {
+                                    captures
+                                        .get(*group as usize)
+                                        .is_some_and(|g| g.as_str() == expected)
+                                })
+                            })
+                        }
+                    }
+                }
+                Test::Anchored {
+                    view,
+                    regex,
+                    suffix,
+                } => {
+                    let trimmed = text(*view).trim();
+                    match suffix {
+                        None => regex.is_match(trimmed),
+                        Some(suffix) => regex.find(trimmed).is_some_and(|found| {
+                            let rest = trimmed[found.end()..].trim().len();
+                            suffix.is_none_or(|(min, max)| min <= rest && rest <= max)
+                        }),
+                    }
+                }
+            }
+        };
+        for rule in &self.rules {
+            if !guards_hold(&rule.guards, evidence)
+                || !rule.matchers.iter().all(holds)
+                || rule.vetoes.iter().any(holds)
+            {
+                continue;
+            }
+            match &rule.capture {
+                None => return Some((rule.id.clone(), None)),
+                Some((regex, group, view)) => {
+                    if let Some(value) = regex
+                        .captures(text(*view))
+                        .and_then(|c| c.get(*group as usize))
+                    {
+                        return Some((rule.id.clone(), Some(value.as_str().to_owned())));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+fn text_field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
+    match field {
+        EvidenceField::Phase => evidence.phase.map(|p| p.to_string()),
+        EvidenceField::ProviderId => evidence.provider_id.clone(),
+        EvidenceField::Source => evidence.source.map(|s| s.to_string()),
+        EvidenceField::ExitCode => evidence.exit_code.map(|c| c.to_string()),
+        EvidenceField::HttpStatus => evidence.http_status.map(|s| s.to_string()),
+        EvidenceField::ResetHint => evidence.reset_hint.clone(),
+        EvidenceField::Stderr => evidence.stderr.clone(),
+        EvidenceField::Stdout => evidence.stdout.clone(),
+        EvidenceField::ManagedRuntimePackageSpec => evidence.managed_runtime_package_spec.clone(),
+    }
+}
+
+/// The structured guards, with the reference interpreter's semantics.
+fn guards_hold(guards: &Guards, evidence: &Evidence) -> bool {
+    fn one_of<T: PartialEq>(allowed: &Option<Vec<T>>, value: Option<&T>) -> bool {
+        allowed
+            .as_ref()
+            .is_none_or(|allowed| value.is_some_and(|value| allowed.contains(value)))
+    }
+    one_of(&guards.phase, evidence.phase.as_ref())
+        && one_of(&guards.provider_id, evidence.provider_id.as_ref())
+        && one_of(&guards.source, evidence.source.as_ref())
+        && one_of(&guards.http_status, evidence.http_status.as_ref())
+        && one_of(&guards.exit_code, evidence.exit_code.as_ref())
+        && guards
+            .present
+            .iter()
+            .all(|f| text_field(evidence, *f).is_some_and(|value| !value.is_empty()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engines.
+// ---------------------------------------------------------------------------------------------
+
+/// One `regex::RegexSet` per view over every pattern of that view.
+struct RegexSetEngine {
+    plan: Plan,
+    sets: Vec<RegexSet>,
+}
+
+impl RegexSetEngine {
+    fn new(plan: Plan) -> RegexSetEngine {
+        let sets = plan
+            .patterns
+            .iter()
+            .map(|patterns| RegexSet::new(patterns).unwrap())
+            .collect();
+        RegexSetEngine { plan, sets }
+    }
+
+    fn classify(&self, evidence: &Evidence) -> Winner {
+        self.plan.decide(evidence, &|view, text| {
+            let set = &self.sets[view];
+            let found = set.matches(text);
+            (0..set.len()).map(|i| found.matched(i)).collect()
+        })
+    }
+}
+
+#[cfg(feature = "vectorscan")]
+mod vectorscan {
+    //! One Vectorscan block-mode database per view over every pattern of that view, each
+    //! pattern reported once (`SINGLEMATCH`). The patterns are in the `regex` crate's syntax
+    //! (`(?-u:\b)`, `\p{…}`, nested classes), which Vectorscan does not read, so each is parsed
+    //! with `regex-syntax` and printed back from its HIR in the PCRE subset Vectorscan compiles
+    //! (case folding and Perl classes are already explicit in the HIR, so the translation keeps
+    //! the meaning exactly). A pattern Vectorscan still cannot compile is matched by a
+    //! `regex::Regex` in the same scan instead, and reported on standard error.
+
+    use std::fmt::Write as _;
+
+    use hyperscan::Block;
+    use hyperscan::prelude::*;
+    use regex::Regex;
+    use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+    use super::{Evidence, Plan, VIEWS, Winner};
+
+    struct ViewDb {
+        database: Option<(BlockDatabase, Scratch)>,
+        /// Per pattern: its position in the database, or the regex that stands in for it.
+        slots: usize,
+        fallback: Vec<(usize, Regex)>,
+    }
+
+    pub struct VectorscanEngine {
+        plan: Plan,
+        views: Vec<ViewDb>,
+    }
+
+    fn flags() -> CompileFlags {
+        // `^`/`$` are printed only for the HIR's line anchors; text anchors print as `\A`/`\z`.
+        CompileFlags::SINGLEMATCH | CompileFlags::UTF8 | CompileFlags::MULTILINE
+    }
+
+    fn char(out: &mut String, c: char) {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            let _ = write!(out, "\\x{{{:X}}}", u32::from(c));
+        }
+    }
+
+    /// The pattern in Vectorscan's syntax, or why it has none.
+    pub fn translate(pattern: &str) -> Result<String, String> {
+        let hir = regex_syntax::parse(pattern).map_err(|e| e.to_string())?;
+        let mut out = String::new();
+        print(&hir, &mut out)?;
+        Ok(out)
+    }
+
+    fn print(hir: &Hir, out: &mut String) -> Result<(), String> {
+        match hir.kind() {
+            HirKind::Empty => {}
+            HirKind::Literal(literal) => {
+                let text = std::str::from_utf8(&literal.0).map_err(|e| e.to_string())?;
+                out.push_str("(?:");
+                text.chars().for_each(|c| char(out, c));
+                out.push(')');
+            }
+            HirKind::Class(Class::Unicode(class)) => {
+                out.push('[');
+                for range in class.ranges() {
+                    char(out, range.start());
+                    if range.end() != range.start() {
+                        out.push('-');
+                        char(out, range.end());
+                    }
+                }
+                out.push(']');
+            }
+            HirKind::Class(Class::Bytes(class)) => {
+                if !class.is_ascii() {
+                    return Err("a non-ASCII byte class".to_owned());
+                }
+                out.push('[');
+                for range in class.ranges() {
+                    char(out, char::from(range.start()));
+                    out.push('-');
+                    char(out, char::from(range.end()));
+                }
+                out.push(']');
+            }
+            HirKind::Look(look) => out.push_str(match look {
+                Look::Start => "\\A",
+                Look::End => "\\z",
+                Look::StartLF => "^",
+                Look::EndLF => "$",
+                Look::WordAscii => "\\b",
+                Look::WordAsciiNegate => "\\B",
+                other => return Err(format!("look-around {other:?}")),
+            }),
+            HirKind::Repetition(repetition) => {
+                out.push_str("(?:");
+                print(&repetition.sub, out)?;
+                out.push(')');
+                match (repetition.min, repetition.max) {
+                    (0, None) => out.push('*'),
+                    (1, None) => out.push('+'),
+                    (0, Some(1)) => out.push('?'),
+                    (min, None) => {
+                        let _ = write!(out, "{{{min},}}");
+                    }
+                    (min, Some(max)) => {
+                        let _ = write!(out, "{{{min},{max}}}");
+                    }
+                }
+            }
+            HirKind::Capture(capture) => {
+                out.push_str("(?:");
+                print(&capture.sub, out)?;
+                out.push(')');
+            }
+            HirKind::Concat(parts) => {
+                for part in parts {
+                    print(part, out)?;
+                }
+            }
+            HirKind::Alternation(parts) => {
+                out.push_str("(?:");
+                for (index, part) in parts.iter().enumerate() {
+                    if index > 0 {
+                        out.push('|');
+                    }
+                    print(part, out)?;
+                }
+                out.push(')');
+            }
+        }
+        Ok(())
+    }
+
+    impl VectorscanEngine {
+        pub fn new(plan: Plan) -> VectorscanEngine {
+            let mut views = Vec::new();
+            for (view, patterns) in plan.patterns.iter().enumerate() {
+                let mut compiled = Vec::new();
+                let mut fallback = Vec::new();
+                for (index, pattern) in patterns.iter().enumerate() {
+                    let built = translate(pattern).and_then(|translated| {
+                        let mut candidate =
+                            Pattern::with_flags(translated, flags()).map_err(|e| e.to_string())?;
+                        candidate.id = Some(index);
+                        candidate
+                            .build::<Block>()
+                            .map(|_| candidate)
+                            .map_err(|e| e.to_string())
+                    });
+                    match built {
+                        Ok(candidate) => compiled.push(candidate),
+                        Err(error) => {
+                            eprintln!(
+                                "vectorscan: {:?} pattern {index} `{pattern}` does not compile ({error}); it is matched with regex::Regex instead",
+                                VIEWS[view]
+                            );
+                            fallback.push((index, Regex::new(pattern).unwrap()));
+                        }
+                    }
+                }
+                let database = if compiled.is_empty() {
+                    None
+                } else {
+                    let database: BlockDatabase = Patterns(compiled).build().unwrap();
+                    let scratch = database.alloc_scratch().unwrap();
+                    Some((database, scratch))
+                };
+                views.push(ViewDb {
+                    database,
+                    slots: patterns.len(),
+                    fallback,
+                });
+            }
+            let fallbacks: usize = views.iter().map(|v| v.fallback.len()).sum();
+            eprintln!(
+                "vectorscan: {} patterns in {} databases, {fallbacks} matched by regex fallback",
+                plan.patterns.iter().map(Vec::len).sum::<usize>(),
+                views.iter().filter(|v| v.database.is_some()).count()
+            );
+            VectorscanEngine { plan, views }
+        }
+
+        pub fn classify(&self, evidence: &Evidence) -> Winner {
+            self.plan.decide(evidence, &|view, text| {
+                let db = &self.views[view];
+                let mut hits = vec![false; db.slots];
+                if let Some((database, scratch)) = &db.database {
+                    database
+                        .scan(text, scratch, |id, _, _, _| {
+                            hits[id as usize] = true;
+                            Matching::Continue
+                        })
+                        .unwrap();
+                }
+                for (index, regex) in &db.fallback {
+                    hits[*index] = regex.is_match(text);
+                }
+                hits
+            })
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs.
+// ---------------------------------------------------------------------------------------------
+
+/// Evidence from a JSON object, leaving out nulls and empty strings (as the conformance data
+/// writes absent fields).
+fn evidence(value: &Value) -> Evidence {
+    let fields: serde_json::Map<String, Value> = value
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, value)| !value.is_null() && *value != "")
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    serde_json::from_value(Value::Object(fields)).unwrap()
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn sorted_files(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|path| path.extension().is_some_and(|e| e == extension))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// A small deterministic generator (64-bit LCG), so generated inputs are the same every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) as usize
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.next() % items.len()]
+    }
+}
+
+const NARRATION: &[&str] = &[
+    "I'll start by reading the existing implementation to understand how the parser handles nested blocks.",
+    "Let me check the test suite first so I know what behaviour is pinned before changing anything.",
+    "The function takes a slice of tokens and returns the index of the matching closing bracket.",
+    "Good, the build passes now. Next I'll update the documentation to describe the new flag.",
+    "I've refactored the loop so each iteration only allocates when the buffer actually grows.",
+    "This looks like an off-by-one in the range check: the upper bound should be exclusive.",
+    "Now I'll add a regression test that reproduces the issue with a minimal input.",
+    "The configuration is loaded once at startup and shared through an Arc, so no locking is needed here.",
+    "All 42 tests pass. The change is limited to the tokenizer and its unit tests.",
+    "I'm going to rename `handle_event` to `dispatch` since it no longer handles anything itself.",
+    "Looking at the git history, this behaviour was introduced when the cache layer was added.",
+    "Let me run the linter to make sure the new code follows the project's conventions.",
+    "The migration adds a nullable column first, backfills it, and only then adds the constraint.",
+    "Here's a summary of what changed: the retry helper now uses exponential backoff with jitter.",
+    "I'll keep the public API unchanged and move the helper into a private module.",
+    "The component re-renders on every keystroke because the callback is recreated each time.",
+    "Wrapping it in useCallback with the right dependency list fixes the extra renders.",
+    "I checked the benchmark numbers before and after; the difference is within noise.",
+    "Next, I'll update the README so the new command shows up in the usage section.",
+    "The CSV exporter now quotes fields containing commas, quotes or line breaks.",
+];
+
+const CODE: &[&str] = &[
+    "```rust\nfn parse(tokens: &[Token]) -> Result<Ast, ParseError> {\n    let mut stack = Vec::new();\n    for token in tokens {\n        match token.kind {\n            Kind::Open => stack.push(token.span),\n            Kind::Close => { stack.pop(); }\n            _ => {}\n        }\n    }\n    Ok(Ast::default())\n}\n```",
+    "```ts\nexport function debounce<T extends (...args: unknown[]) => void>(fn: T, ms: number) {\n  let timer: ReturnType<typeof setTimeout> | undefined;\n  return (...args: Parameters<T>) => {\n    clearTimeout(timer);\n    timer = setTimeout(() => fn(...args), ms);\n  };\n}\n```",
+    "```python\ndef chunks(items, size):\n    for start in range(0, len(items), size):\n        yield items[start:start + size]\n```",
+    "```diff\n-    let total = items.iter().map(|i| i.price).sum();\n+    let total: u64 = items.iter().map(|i| i.price * i.quantity).sum();\n```",
+    "```go\nfunc (s *Server) Close() error {\n\ts.mu.Lock()\n\tdefer s.mu.Unlock()\n\treturn s.listener.Close()\n}\n```",
+    "```sql\nSELECT user_id, count(*) AS orders FROM orders WHERE created_at > now() - interval '7 days' GROUP BY user_id;\n```",
+];
+
+const TOOL_OUTPUT: &[&str] = &[
+    "$ cargo test -p tokenizer\n   Compiling tokenizer v0.3.1\n    Finished test profile [unoptimized + debuginfo] target(s) in 4.21s\n     Running unittests src/lib.rs\nrunning 18 tests\ntest result: ok. 18 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.02s",
+    "$ git status --short\n M src/parser.rs\n M tests/parser.rs\n?? docs/grammar.md",
+    "$ npm test\n\n> app@1.4.0 test\n> vitest run\n\n ✓ src/utils/debounce.test.ts (3 tests) 12ms\n ✓ src/components/Form.test.tsx (7 tests) 88ms\n\n Test Files  2 passed (2)\n      Tests  10 passed (10)",
+    "$ ls src\nlib.rs  main.rs  parser.rs  tokenizer.rs  util.rs",
+    "$ rg -n \"fn dispatch\" src\nsrc/events.rs:41:pub fn dispatch(event: &Event) -> Outcome {",
+    "$ python -m pytest -q\n........................                                     [100%]\n24 passed in 1.37s",
+    "$ wc -l src/*.rs\n   212 src/lib.rs\n    48 src/main.rs\n   530 src/parser.rs\n   790 total",
+];
+
+const PHASES: &[&str] = &["streaming", "streaming", "streaming", "prompt_send"];
+const PROVIDERS: &[&str] = &[
+    "claude-acp",
+    "codex-acp",
+    "opencode-acp",
+    "copilot-acp",
+    "amp-acp",
+];
+
+/// Ordinary agent output: the corpus in `fixtures/corpus/*.jsonl` when it exists, otherwise a
+/// deterministic set of narration, code and tool output, 200–2,000 bytes each.
+fn prose_chunks() -> (Vec<Evidence>, String) {
+    let corpus = sorted_files(&root().join("fixtures/corpus"), "jsonl");
+    if !corpus.is_empty() {
+        let chunks: Vec<Evidence> = corpus
+            .iter()
+            .flat_map(|path| jsonl(path))
+            .map(|value| match value.get("evidence") {
+                Some(inner) => evidence(inner),
+                None => evidence(&value),
+            })
+            .collect();
+        return (chunks, "fixtures/corpus/*.jsonl".to_owned());
+    }
+    let mut rng = Lcg(0x5eed_f00d);
+    let mut chunks = Vec::new();
+    for _ in 0..500 {
+        let target = 200 + rng.next() % 1800;
+        let mut text = String::new();
+        while text.len() < target {
+            let piece = match rng.next() % 6 {
+                0 => rng.pick(CODE),
+                1 => rng.pick(TOOL_OUTPUT),
+                _ => rng.pick(NARRATION),
+            };
+            if !text.is_empty() {
+                text.push_str(if piece.starts_with("```") || piece.starts_with('$') {
+                    "\n\n"
+                } else {
+                    " "
+                });
+            }
+            text.push_str(piece);
+        }
+        let mut cut = text.len().min(2000);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        chunks.push(Evidence {
+            phase: Phase::from_name(rng.pick(PHASES)),
+            provider_id: Some(rng.pick(PROVIDERS).to_owned()),
+            stdout: Some(text),
+            ..Evidence::default()
+        });
+    }
+    (chunks, "generated (no fixtures/corpus/*.jsonl)".to_owned())
+}
+
+/// Real error messages: the classification fixtures and the Kandev conformance cases.
+fn error_messages() -> Vec<Evidence> {
+    let mut all = Vec::new();
+    for path in sorted_files(&root().join("fixtures/classify"), "jsonl") {
+        all.extend(jsonl(&path).iter().map(|case| evidence(&case["evidence"])));
+    }
+    for case in jsonl(&root().join("fixtures/conformance/kandev-parity.jsonl")) {
+        if case["api"] == "classify" {
+            all.push(evidence(&case["input"]));
+        }
+    }
+    all
+}
+
+const LOG_LINES: &[&str] = &[
+    "npm warn deprecated inflight@1.0.6: This module is not supported, and leaks memory. Do not use it.",
+    "npm warn deprecated glob@7.2.3: Glob versions prior to v9 are no longer supported",
+    "npm http fetch GET 200 https://registry.npmjs.org/typescript 112ms (cache revalidated)",
+    "   Compiling serde_derive v1.0.219",
+    "   Compiling tokio v1.45.1",
+    "   Compiling proc-macro2 v1.0.95",
+    "warning: unused variable: `config`\n  --> src/main.rs:14:9\n   |\n14 |     let config = load();\n   |         ^^^^^^ help: if this is intentional, prefix it with an underscore: `_config`",
+    "2025-11-30T10:04:12.381Z INFO  agent::session: starting session model=claude-sonnet-4 cwd=/workspace/app",
+    "2025-11-30T10:04:12.904Z DEBUG agent::tools: registered 14 tools (read, write, edit, bash, grep, glob, ...)",
+    "2025-11-30T10:04:13.117Z INFO  agent::mcp: connected to server name=filesystem transport=stdio",
+    "[info] Watching for file changes in /workspace/app/src",
+    "(node:4123) ExperimentalWarning: The Fetch API is an experimental feature. This feature could change at any time",
+    "(Use `node --trace-warnings ...` to show where the warning was created)",
+    "    at Module._compile (node:internal/modules/cjs/loader:1554:14)",
+    "    at Object..js (node:internal/modules/cjs/loader:1706:10)",
+    "    at Module.load (node:internal/modules/cjs/loader:1289:32)",
+    "    at Function._load (node:internal/modules/cjs/loader:1108:12)",
+    "    at TracingChannel.traceSync (node:diagnostics_channel:322:14)",
+    "    at node:internal/main/run_main_module:36:49",
+    "added 312 packages, and audited 313 packages in 6s",
+    "58 packages are looking for funding\n  run `npm fund` for details",
+    "found 0 vulnerabilities",
+    "thread 'main' panicked at src/parser.rs:88:21:\nindex out of bounds: the len is 3 but the index is 3\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+    "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 12.48s",
+    "     Running `target/debug/app --port 8080`",
+];
+
+const BLOB_SIZE: usize = 4096;
+
+/// 4 KiB stderr blobs of log lines and stack traces; every other one ends with a real error
+/// message (taken from the error set, where it has stderr text) followed by one more line.
+fn stderr_blobs(errors: &[Evidence]) -> Vec<Evidence> {
+    let tails: Vec<&Evidence> = errors
+        .iter()
+        .filter(|e| {
+            e.stderr
+                .as_deref()
+                .is_some_and(|s| !s.is_empty() && s.len() < 1500)
+        })
+        .collect();
+    let mut rng = Lcg(0x000b_10b5);
+    let mut blobs = Vec::new();
+    for index in 0..64 {
+        let tail = (index % 2 == 0).then(|| tails[(index / 2 * 7) % tails.len()]);
+        let ending = match tail {
+            Some(error) => format!(
+                "{}\nnpm error A complete log of this run can be found in: /root/.npm/_logs/debug-0.log\n",
+                error.stderr.as_deref().unwrap_or("")
+            ),
+            None => "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 3.02s\n"
+                .to_owned(),
+        };
+        let mut text = String::new();
+        while text.len() + ending.len() < BLOB_SIZE {
+            text.push_str(rng.pick(LOG_LINES));
+            text.push('\n');
+        }
+        let mut cut = BLOB_SIZE - ending.len();
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(&ending);
+        while text.len() < BLOB_SIZE {
+            text.push(' ');
+        }
+        blobs.push(match tail {
+            Some(error) => Evidence {
+                stderr: Some(text),
+                stdout: None,
+                ..error.clone()
+            },
+            None => Evidence {
+                phase: Phase::from_name(rng.pick(PHASES)),
+                provider_id: Some(rng.pick(PROVIDERS).to_owned()),
+                stderr: Some(text),
+                ..Evidence::default()
+            },
+        });
+    }
+    blobs
+}
+
+fn text_bytes(inputs: &[Evidence]) -> u64 {
+    inputs.iter().map(|e| e.raw_text().len() as u64).sum()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run.
+// ---------------------------------------------------------------------------------------------
+
+struct Engines {
+    bundle: Bundle,
+    reference: Reference,
+    regexset: RegexSetEngine,
+    #[cfg(feature = "vectorscan")]
+    vectorscan: vectorscan::VectorscanEngine,
+}
+
+fn engines() -> Engines {
+    let root_file = root().join("catalogue/catalogue.rules");
+    let (loaded, _) = faultline_dsl::load(&root_file, &FileSystem).unwrap();
+    let compilation: Compilation = Compiler::new().compile(&loaded);
+    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
+    let bundle = Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap();
+    let priority = compilation.priority.as_ref().unwrap();
+    let reference = Reference::new(&compilation.catalogue, priority).unwrap();
+    let plan = || Plan::new(&compilation.catalogue, priority);
+    Engines {
+        bundle,
+        reference,
+        regexset: RegexSetEngine::new(plan()),
+        #[cfg(feature = "vectorscan")]
+        vectorscan: vectorscan::VectorscanEngine::new(plan()),
+    }
+}
+
+/// Every engine's winner on every input, checked against the reference before anything is timed.
+fn assert_agreement(engines: &Engines, set: &str, inputs: &[Evidence]) {
+    let mut winners: HashMap<String, usize> = HashMap::new();
+    for (index, input) in inputs.iter().enumerate() {
+        let expected = engines.reference.classify(input);
+        let bundle = engines.bundle.classify(input).rule;
+        let mut engines_said: Vec<(&str, Option<String>, Winner)> = vec![(
+            "faultline",
+            Some(bundle),
+            expected.clone(), // the bundle's remediation also holds tokens; compare the rule
+        )];
+        engines_said.push(("regexset", None, engines.regexset.classify(input)));
+        #[cfg(feature = "vectorscan")]
+        engines_said.push(("vectorscan", None, engines.vectorscan.classify(input)));
+        for (engine, rule, winner) in engines_said {
+            let agrees = match rule {
+                Some(rule) => expected.as_ref().map(|(id, _)| id) == Some(&rule),
+                None => winner == expected,
+            };
+            assert!(
+                agrees,
+                "{set} input {index}: {engine} disagrees with the reference ({expected:?})\n{}",
+                serde_json::to_string(input).unwrap_or_default()
+            );
+        }
+        let rule = expected.map_or_else(|| "(none)".to_owned(), |(id, _)| id);
+        *winners.entry(rule).or_default() += 1;
+    }
+    let mut winners: Vec<_> = winners.into_iter().collect();
+    winners.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let shown: Vec<String> = winners
+        .iter()
+        .take(6)
+        .map(|(rule, count)| format!("{rule} ×{count}"))
+        .collect();
+    eprintln!(
+        "{set}: {} inputs, {} bytes of text; every engine agrees on every winner ({} distinct: {}{})",
+        inputs.len(),
+        text_bytes(inputs),
+        winners.len(),
+        shown.join(", "),
+        if winners.len() > 6 { ", …" } else { "" }
+    );
+}
+
+const ENGINES: &[&str] = &[
+    "faultline",
+    "reference",
+    "regexset",
+    #[cfg(feature = "vectorscan")]
+    "vectorscan",
+    "sanitize_only",
+];
+
+fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[Evidence]) {
+    let mut group = c.benchmark_group(group_name);
+    group.throughput(Throughput::Bytes(text_bytes(inputs)));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.bench_function("faultline", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.bundle.classify(black_box(input)));
+            }
+        })
+    });
+    group.bench_function("reference", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.reference.classify(black_box(input)));
+            }
+        })
+    });
+    group.bench_function("regexset", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.regexset.classify(black_box(input)));
+            }
+        })
+    });
+    #[cfg(feature = "vectorscan")]
+    group.bench_function("vectorscan", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.vectorscan.classify(black_box(input)));
+            }
+        })
+    });
+    // Not an engine: what the diagnostic-tier redaction alone costs on the same inputs (every
+    // engine applies it, since rules read the sanitized text; faultline's excerpt is it).
+    group.bench_function("sanitize_only", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(sanitize::diagnostic(&black_box(input).raw_text()));
+            }
+        })
+    });
+    group.finish();
+}
+
+fn criterion_home() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return PathBuf::from(home);
+    }
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root().join("target"), PathBuf::from)
+        .join("criterion")
+}
+
+/// Criterion's median for one benchmark of this run, in ns per iteration.
+fn median(group: &str, engine: &str, since: SystemTime) -> Option<f64> {
+    let path = criterion_home()
+        .join(group)
+        .join(engine)
+        .join("new/estimates.json");
+    let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+    if modified < since {
+        return None;
+    }
+    let estimates: Value = serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+fn main() {
+    let started = SystemTime::now();
+    let engines = engines();
+    let (prose, prose_origin) = prose_chunks();
+    eprintln!("prose chunks: {prose_origin}");
+    let errors = error_messages();
+    let blobs = stderr_blobs(&errors);
+    let sets: [(&str, &[Evidence]); 3] = [
+        ("classify_prose", &prose),
+        ("classify_errors", &errors),
+        ("classify_stderr_4k", &blobs),
+    ];
+    for (name, inputs) in sets {
+        assert_agreement(&engines, name, inputs);
+    }
+    let mut criterion = Criterion::default().configure_from_args();
+    for (name, inputs) in sets {
+        bench_set(&mut criterion, &engines, name, inputs);
+    }
+    criterion.final_summary();
+
+    // The closing table: per set and engine, the median per classification and the throughput.
+    let mut table = String::from(
+        "\n| input set | engine | ns/classification | MB/s | × faultline time |\n|---|---|---:|---:|---:|\n",
+    );
+    for (name, inputs) in sets {
+        let bytes = text_bytes(inputs) as f64;
+        let ours = median(name, "faultline", started);
+        for engine in ENGINES {
+            let Some(ns) = median(name, engine, started) else {
+                continue;
+            };
+            table.push_str(&format!(
+                "| {name} ({} inputs, {:.0} B avg) | {engine} | {:.0} | {:.1} | {} |\n",
+                inputs.len(),
+                bytes / inputs.len() as f64,
+                ns / inputs.len() as f64,
+                bytes / ns * 1e3,
+                ours.map_or("".to_owned(), |ours| format!("{:.2}", ns / ours)),
+            ));
+        }
+    }
+    eprintln!("{table}");
+}

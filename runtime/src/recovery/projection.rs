@@ -1,0 +1,169 @@
+//! The provider projection of a terminal `session/prompt` error: the one value that crosses the
+//! ACP boundary when a prompt fails (AC .22, .24).
+//!
+//! Only the error's *message* is projected, sanitized with the provider-message tier, so a
+//! signature that lives only in the JSON-RPC `data` never classifies (AC .24): such a failure
+//! is terminal with manual recovery on every occurrence. Beside the message travels allowlisted
+//! metadata only — the JSON-RPC code, a validated `errorKind`, the negotiated provider id and
+//! the session's settled model id — and none of it is a classification input.
+
+use serde::{Deserialize, Serialize};
+
+use crate::sanitize;
+
+/// The message a projection carries when sanitizing leaves nothing of the original.
+pub const EMPTY_MESSAGE: &str = "provider prompt error";
+
+/// The longest `errorKind` kept.
+const MAX_ERROR_KIND_BYTES: usize = 64;
+
+/// A terminal error as the agent returned it from `session/prompt` (a JSON-RPC error object).
+/// It is untrusted: `data` may hold anything, and only `errorKind` is ever read from it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptError {
+    /// The JSON-RPC error code (`-32603` carries no meaning of its own).
+    #[serde(default)]
+    pub code: i64,
+    /// The error message.
+    #[serde(default)]
+    pub message: String,
+    /// The error's `data`, whatever it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+/// Where a projection came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProjectionSource {
+    /// A `session/prompt` error.
+    AcpPrompt,
+    /// Cursor's `RetriableError` control chunk, settled after the prompt returned.
+    CursorAcp,
+}
+
+/// The sanitized provider failure that crosses the boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderProjection {
+    /// Where it came from.
+    pub source: ProjectionSource,
+    /// The sanitized message (provider-message tier, at most 2048 bytes, never empty).
+    pub message: String,
+    /// The JSON-RPC error code; absent when zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_code: Option<i64>,
+    /// The adapter-declared error kind, when `data.errorKind` is a short plain token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// The adapter's negotiated provider id, never parsed from text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    /// The session's settled model id, as settled when the projection was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+}
+
+/// The sanitized message of a projection: the provider-message tier of `text`, or
+/// [`EMPTY_MESSAGE`] when nothing survives.
+pub fn projected_message(text: &str) -> String {
+    let message = sanitize::provider_message(text);
+    if message.trim().is_empty() {
+        EMPTY_MESSAGE.to_owned()
+    } else {
+        message
+    }
+}
+
+/// `data.errorKind`, kept only when `data` is an object and the value a string of 1–64
+/// characters from `[A-Za-z0-9_.-]`; anything else is dropped without invalidating the
+/// projection.
+fn error_kind(data: Option<&serde_json::Value>) -> Option<String> {
+    let kind = data?.as_object()?.get("errorKind")?.as_str()?;
+    let plain = !kind.is_empty()
+        && kind.len() <= MAX_ERROR_KIND_BYTES
+        && kind
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    plain.then(|| kind.to_owned())
+}
+
+/// Projects a terminal prompt error with the session's allowlisted metadata. Empty provider
+/// and model ids are omitted.
+pub fn project_prompt_error(
+    error: &PromptError,
+    provider_id: &str,
+    settled_model: Option<&str>,
+) -> ProviderProjection {
+    ProviderProjection {
+        source: ProjectionSource::AcpPrompt,
+        message: projected_message(&error.message),
+        rpc_code: (error.code != 0).then_some(error.code),
+        error_kind: error_kind(error.data.as_ref()),
+        provider_id: (!provider_id.is_empty()).then(|| provider_id.to_owned()),
+        model_id: settled_model
+            .filter(|model| !model.is_empty())
+            .map(str::to_owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn ac_24_a_signature_only_in_data_never_crosses() {
+        let error = PromptError {
+            code: -32603,
+            message: "Internal error".to_owned(),
+            data: Some(
+                json!({"error": "peer disconnected before response", "errorKind": "server_error"}),
+            ),
+        };
+        let projection = project_prompt_error(&error, "claude-acp", None);
+        assert_eq!(projection.message, "Internal error");
+        assert!(
+            !serde_json::to_string(&projection)
+                .unwrap()
+                .contains("peer disconnected")
+        );
+    }
+
+    #[test]
+    fn ac_22_only_allowlisted_metadata_is_kept_and_bad_fields_are_dropped() {
+        let mut error = PromptError {
+            code: -32603,
+            message: "Internal error: API Error: 529 Overloaded".to_owned(),
+            data: Some(json!({"errorKind": "server_error", "secret": "sk-live"})),
+        };
+        let projection = project_prompt_error(&error, "claude-acp", Some("claude-sonnet-4"));
+        assert_eq!(projection.rpc_code, Some(-32603));
+        assert_eq!(projection.error_kind.as_deref(), Some("server_error"));
+        assert_eq!(projection.provider_id.as_deref(), Some("claude-acp"));
+        assert_eq!(projection.model_id.as_deref(), Some("claude-sonnet-4"));
+        for bad in [
+            json!({"errorKind": "has space"}),
+            json!({"errorKind": 7}),
+            json!(["errorKind"]),
+            json!({"errorKind": "x".repeat(65)}),
+            json!("server_error"),
+        ] {
+            error.data = Some(bad);
+            let projection = project_prompt_error(&error, "claude-acp", None);
+            assert_eq!(projection.error_kind, None);
+            assert_eq!(
+                projection.message, "Internal error: API Error: 529 Overloaded",
+                "the projection stays valid"
+            );
+            assert_eq!(projection.model_id, None, "an unsettled model is omitted");
+        }
+        let zero = project_prompt_error(&PromptError::default(), "", Some(""));
+        assert_eq!(
+            (zero.rpc_code, zero.provider_id, zero.model_id),
+            (None, None, None)
+        );
+        assert_eq!(zero.message, EMPTY_MESSAGE);
+    }
+}

@@ -1,0 +1,284 @@
+//! `faultline explain`: why one piece of evidence classifies as it does — the text rules read,
+//! every rule that matched or was vetoed, the priority path to the winner, and the timing
+//! extraction.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use faultline_compiler::Compilation;
+use faultline_compiler::priority;
+use faultline_runtime::bundle::Step;
+use faultline_runtime::sanitize;
+use faultline_runtime::timing::{HintOutcome, format_instant, parse_instant};
+use faultline_runtime::{Bundle, Evidence, TextView};
+
+use super::files::{self, FileSystem};
+use super::{Exit, err, out};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The evidence: one JSON object (it may carry a `now`). Read from standard input when
+    /// omitted or `-`.
+    #[arg(value_name = "EVIDENCE")]
+    evidence: Option<String>,
+    /// Explain with a compiled bundle (the priority path then names tiers and positions only).
+    #[arg(long, value_name = "FILE", conflicts_with = "catalogue")]
+    bundle: Option<PathBuf>,
+    /// Explain with a catalogue (a directory holding `catalogue.rules`, or a root file).
+    /// Default: the catalogue built into this binary.
+    #[arg(long, value_name = "CATALOGUE")]
+    catalogue: Option<PathBuf>,
+    /// Fix the clock reset times are validated against (RFC 3339). Default: the system clock.
+    #[arg(long, value_name = "INSTANT", value_parser = parse_instant)]
+    now: Option<SystemTime>,
+    /// Also list the rules that did not apply, and why.
+    #[arg(long)]
+    all: bool,
+}
+
+fn read_evidence(args: &Args) -> Result<String, Exit> {
+    match args.evidence.as_deref() {
+        Some(text) if text != "-" => Ok(text.to_owned()),
+        _ => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|error| {
+                    err(&format!("error: cannot read standard input: {error}"));
+                    Exit::Failure
+                })?;
+            Ok(text)
+        }
+    }
+}
+
+fn load(args: &Args) -> Result<(Option<Compilation>, Bundle), Exit> {
+    if args.bundle.is_some() {
+        return super::classify::load_bundle(args.bundle.as_ref(), None)
+            .map(|bundle| (None, bundle));
+    }
+    let compiled = match &args.catalogue {
+        Some(path) => {
+            let root = files::catalogue_root(path);
+            super::classify::compile(
+                faultline_dsl::load(&root, &FileSystem),
+                &format!("`{}`", root.display()),
+            )
+        }
+        None => super::classify::compile_embedded(),
+    };
+    compiled.map(|(compilation, bundle)| (Some(compilation), bundle))
+}
+
+/// Why the winner outranks another rule.
+fn outranks(
+    compilation: Option<&Compilation>,
+    bundle: &Bundle,
+    winner: usize,
+    other: usize,
+) -> String {
+    let model = bundle.model();
+    let id = |position: usize| {
+        model
+            .rules
+            .get(position)
+            .map_or("?", |rule| rule.id.as_str())
+    };
+    if let Some(compilation) = compilation
+        && let Some(order) = &compilation.priority
+    {
+        let index = |position: usize| {
+            compilation
+                .catalogue
+                .rules
+                .iter()
+                .position(|rule| rule.id == id(position))
+        };
+        if let (Some(a), Some(b)) = (index(winner), index(other)) {
+            return priority::explain(&compilation.catalogue, order, a, b);
+        }
+    }
+    let tier = |position: usize| {
+        model
+            .rules
+            .get(position)
+            .and_then(|rule| model.tiers.get(rule.tier as usize))
+            .map_or("?", String::as_str)
+    };
+    if tier(winner) == tier(other) {
+        format!(
+            "`{}` wins over `{}`: same tier `{}`, earlier in the bundle's order",
+            id(winner),
+            id(other),
+            tier(winner)
+        )
+    } else {
+        format!(
+            "`{}` wins over `{}`: its tier `{}` comes before tier `{}`",
+            id(winner),
+            id(other),
+            tier(winner),
+            tier(other)
+        )
+    }
+}
+
+fn indent(text: &str) -> String {
+    if text.is_empty() {
+        return "    (empty)\n".to_owned();
+    }
+    text.lines().map(|line| format!("    │ {line}\n")).collect()
+}
+
+pub fn run(args: &Args) -> Exit {
+    let text = match read_evidence(args) {
+        Ok(text) => text,
+        Err(exit) => return exit,
+    };
+    let (evidence, now): (Evidence, SystemTime) =
+        match super::classify::parse_line(text.trim(), args.now) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                err(&format!("error: {error}"));
+                return Exit::Failure;
+            }
+        };
+    let (compilation, bundle) = match load(args) {
+        Ok(loaded) => loaded,
+        Err(exit) => return exit,
+    };
+    let (classification, trace) = bundle.classify_traced(&evidence, now);
+    let model = bundle.model();
+    let mut report = String::new();
+
+    let raw = evidence.raw_text();
+    let sanitized = sanitize::diagnostic(&raw);
+    report.push_str(&format!(
+        "text rules read (sanitized, {} of {} raw bytes):\n{}",
+        sanitized.len(),
+        raw.len(),
+        indent(&sanitized)
+    ));
+    let raw_readers: Vec<&str> = model
+        .rules
+        .iter()
+        .filter(|rule| {
+            rule.matchers
+                .iter()
+                .chain(&rule.vetoes)
+                .any(|matcher| matcher.view == TextView::Raw)
+        })
+        .map(|rule| rule.id.as_str())
+        .collect();
+    if !raw_readers.is_empty() {
+        report.push_str(&format!(
+            "  (the raw text is read only by: {})\n",
+            raw_readers.join(", ")
+        ));
+    }
+
+    let winner = bundle.rule_position(&classification.rule);
+    report.push_str("\nrules that matched or were vetoed, in priority order:\n");
+    let mut skipped = std::collections::BTreeMap::<&str, usize>::new();
+    let mut listed = 0;
+    for (position, step) in trace.steps.iter().enumerate() {
+        let Some(rule) = model.rules.get(position) else {
+            continue;
+        };
+        let tier = model
+            .tiers
+            .get(rule.tier as usize)
+            .map_or("?", String::as_str);
+        let relevant = matches!(step, Step::Fired | Step::Vetoed(_) | Step::NoCapture);
+        if !relevant && !args.all {
+            let reason = match step {
+                Step::Guard(_) => "a guard does not hold",
+                Step::Prefiltered => "none of their literals occurs",
+                _ => "their text does not match",
+            };
+            *skipped.entry(reason).or_default() += 1;
+            continue;
+        }
+        listed += 1;
+        let note = match (Some(position) == winner, step, winner) {
+            (true, _, _) => "  ← winner".to_owned(),
+            (false, Step::Fired, Some(winner)) => {
+                format!(
+                    "\n        outranked: {}",
+                    outranks(compilation.as_ref(), &bundle, winner, position)
+                )
+            }
+            (false, _, Some(winner)) if position < winner => {
+                "\n        it outranks the winner, so only this kept it from winning".to_owned()
+            }
+            _ => String::new(),
+        };
+        report.push_str(&format!(
+            "  {:>3}. {:<44} tier {:<14} {step}{note}\n",
+            position + 1,
+            rule.id,
+            tier
+        ));
+    }
+    if listed == 0 {
+        report.push_str("  (none)\n");
+    }
+    if !skipped.is_empty() {
+        let summary: Vec<String> = skipped
+            .iter()
+            .map(|(reason, count)| format!("{count}: {reason}"))
+            .collect();
+        report.push_str(&format!(
+            "  other rules did not apply ({}); `--all` lists them\n",
+            summary.join("; ")
+        ));
+    }
+
+    report.push_str(&format!(
+        "\nwinner: {} → {} (class {}, confidence {}, scope {})\n  auto_retryable {}, fallback_allowed {}, user_action {}\n",
+        classification.rule,
+        classification.code,
+        classification.class,
+        classification.confidence,
+        classification.scope,
+        classification.auto_retryable,
+        classification.fallback_allowed,
+        classification.user_action,
+    ));
+
+    let clock = format_instant(now);
+    report.push_str(&format!("\ntiming (clock {clock}):\n"));
+    let declared = winner
+        .and_then(|position| model.rules.get(position))
+        .map(|rule| rule.timing.as_slice())
+        .unwrap_or_default();
+    if declared.is_empty() {
+        report.push_str("  the winning rule reads no reset time from the text\n");
+    }
+    if evidence.reset_hint.is_none() {
+        report.push_str("  structured `reset_hint`: none in the evidence\n");
+    }
+    for step in &trace.timing {
+        let outcome = match &step.outcome {
+            HintOutcome::Absent => "nothing of that shape".to_owned(),
+            HintOutcome::Unreadable(reason) => format!("found, but names no instant: {reason}"),
+            HintOutcome::Rejected { at, reason } => format!("{at}, rejected: {reason}"),
+            HintOutcome::Accepted { at } => format!("{at}, accepted"),
+        };
+        report.push_str(&format!("  {}: {outcome}\n", step.source));
+    }
+    match (&classification.reset_hint, classification.retry_after) {
+        (Some(at), Some(after)) => {
+            report.push_str(&format!("  → reset_hint {at}, retry_after {after} s\n"))
+        }
+        _ => report.push_str("  → no reset time\n"),
+    }
+
+    report.push_str(&format!(
+        "\nclassification:\n  {}\n",
+        serde_json::to_string(&classification).unwrap_or_default()
+    ));
+    out(&report);
+    Exit::Clean
+}
