@@ -326,6 +326,48 @@ impl RegexSetEngine {
             (0..set.len()).map(|i| found.matched(i)).collect()
         })
     }
+
+    /// The rejecting path as a `RegexSet` user would write it: redact, then ask whether any
+    /// pattern matches at all (guards ignored, so it only over-approximates).
+    fn any_match(&self, evidence: &Evidence) -> bool {
+        let raw = evidence.raw_text();
+        self.sets[view_index(TextView::Raw)].is_match(&raw)
+            || self.sets[view_index(TextView::Sanitized)].is_match(&sanitize::diagnostic(&raw))
+    }
+}
+
+/// The rejecting path with one `regex::Regex` per pattern, tried in turn (the reference
+/// interpreter's engine): redact, then stop at the first pattern that matches.
+struct SequentialGate {
+    regexes: [Vec<Regex>; 2],
+}
+
+impl SequentialGate {
+    fn new(plan: &Plan) -> SequentialGate {
+        let compile = |patterns: &Vec<String>| {
+            patterns
+                .iter()
+                .map(|pattern| Regex::new(pattern).unwrap())
+                .collect()
+        };
+        SequentialGate {
+            regexes: [compile(&plan.patterns[0]), compile(&plan.patterns[1])],
+        }
+    }
+
+    fn any_match(&self, evidence: &Evidence) -> bool {
+        let raw = evidence.raw_text();
+        if self.regexes[view_index(TextView::Raw)]
+            .iter()
+            .any(|regex| regex.is_match(&raw))
+        {
+            return true;
+        }
+        let sanitized = sanitize::diagnostic(&raw);
+        self.regexes[view_index(TextView::Sanitized)]
+            .iter()
+            .any(|regex| regex.is_match(&sanitized))
+    }
 }
 
 #[cfg(feature = "vectorscan")]
@@ -508,6 +550,25 @@ mod vectorscan {
                 views.iter().filter(|v| v.database.is_some()).count()
             );
             VectorscanEngine { plan, views }
+        }
+
+        /// The rejecting path with Vectorscan: redact, then scan until the first match.
+        pub fn any_match(&self, evidence: &Evidence) -> bool {
+            let raw = evidence.raw_text();
+            let sanitized = super::sanitize::diagnostic(&raw);
+            [raw.as_str(), sanitized.as_str()]
+                .iter()
+                .zip(&self.views)
+                .any(|(text, db)| {
+                    let mut found = false;
+                    if let Some((database, scratch)) = &db.database {
+                        let _ = database.scan(*text, scratch, |_, _, _, _| {
+                            found = true;
+                            Matching::Terminate
+                        });
+                    }
+                    found || db.fallback.iter().any(|(_, regex)| regex.is_match(text))
+                })
         }
 
         pub fn classify(&self, evidence: &Evidence) -> Winner {
@@ -797,6 +858,7 @@ fn text_bytes(inputs: &[Evidence]) -> u64 {
 struct Engines {
     bundle: Bundle,
     reference: Reference,
+    sequential_gate: SequentialGate,
     regexset: RegexSetEngine,
     #[cfg(feature = "vectorscan")]
     vectorscan: vectorscan::VectorscanEngine,
@@ -814,6 +876,7 @@ fn engines() -> Engines {
     Engines {
         bundle,
         reference,
+        sequential_gate: SequentialGate::new(&plan()),
         regexset: RegexSetEngine::new(plan()),
         #[cfg(feature = "vectorscan")]
         vectorscan: vectorscan::VectorscanEngine::new(plan()),
@@ -921,6 +984,49 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
     group.finish();
 }
 
+/// The rejecting path: how fast each engine turns away ordinary output. faultline answers with
+/// its gate (`Bundle::may_classify`: structured guards and the rules' required literals over the
+/// raw text, sound without redaction because the compiler proves every gated rule needs one of
+/// its literals); the others can only answer soundly after redacting the text, then asking
+/// whether any pattern matches at all.
+fn bench_rejecting(c: &mut Criterion, engines: &Engines, inputs: &[Evidence]) {
+    let mut group = c.benchmark_group("reject_prose");
+    group.throughput(Throughput::Bytes(text_bytes(inputs)));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.bench_function("faultline", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.bundle.may_classify(black_box(input)));
+            }
+        })
+    });
+    group.bench_function("reference", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.sequential_gate.any_match(black_box(input)));
+            }
+        })
+    });
+    group.bench_function("regexset", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.regexset.any_match(black_box(input)));
+            }
+        })
+    });
+    #[cfg(feature = "vectorscan")]
+    group.bench_function("vectorscan", |b| {
+        b.iter(|| {
+            for input in inputs {
+                black_box(engines.vectorscan.any_match(black_box(input)));
+            }
+        })
+    });
+    group.finish();
+}
+
 fn criterion_home() -> PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
         return PathBuf::from(home);
@@ -959,7 +1065,23 @@ fn main() {
     for (name, inputs) in sets {
         assert_agreement(&engines, name, inputs);
     }
+    // The gate is sound on every prose chunk: a rejected chunk classifies low-confidence.
+    let rejected = prose
+        .iter()
+        .filter(|input| !engines.bundle.may_classify(input))
+        .inspect(|input| {
+            assert_eq!(
+                engines.bundle.classify(input).confidence,
+                faultline_runtime::Confidence::Low
+            );
+        })
+        .count();
+    eprintln!(
+        "reject_prose: the gate rejects {rejected} of {} prose chunks without redaction",
+        prose.len()
+    );
     let mut criterion = Criterion::default().configure_from_args();
+    bench_rejecting(&mut criterion, &engines, &prose);
     for (name, inputs) in sets {
         bench_set(&mut criterion, &engines, name, inputs);
     }
@@ -969,7 +1091,8 @@ fn main() {
     let mut table = String::from(
         "\n| input set | engine | ns/classification | MB/s | × faultline time |\n|---|---|---:|---:|---:|\n",
     );
-    for (name, inputs) in sets {
+    let rejecting: [(&str, &[Evidence]); 1] = [("reject_prose", &prose)];
+    for (name, inputs) in rejecting.into_iter().chain(sets) {
         let bytes = text_bytes(inputs) as f64;
         let ours = median(name, "faultline", started);
         for engine in ENGINES {

@@ -86,6 +86,7 @@ fn known_hits() -> BTreeMap<Hit, String> {
 fn ordinary_agent_output_classifies_as_the_phase_fallback() {
     let bundle = bundle();
     let mut total = 0;
+    let mut gated_out = 0;
     let mut high: BTreeMap<Hit, String> = BTreeMap::new();
     let mut report = String::from("# Ordinary agent output against the catalogue\n");
     for file in CORPUS {
@@ -98,6 +99,16 @@ fn ordinary_agent_output_classifies_as_the_phase_fallback() {
                 .unwrap_or_else(|e| panic!("fixtures/corpus/{file}:{}: {e}", index + 1));
             chunks += 1;
             let result = bundle.classify(&evidence);
+            if !bundle.may_classify(&evidence) {
+                gated_out += 1;
+                assert_eq!(
+                    result.confidence.to_string(),
+                    "low",
+                    "fixtures/corpus/{file}:{}: the gate rejected a `{}` chunk",
+                    index + 1,
+                    result.rule
+                );
+            }
             if FALLBACKS.contains(&result.rule.as_str()) {
                 continue;
             }
@@ -124,11 +135,18 @@ fn ordinary_agent_output_classifies_as_the_phase_fallback() {
         }
     }
     report.push_str(&format!(
-        "\ntotal: {total} chunks, {} high-confidence hits\n",
-        high.len()
+        "\ntotal: {total} chunks, {} high-confidence hits; the cheap gate (`may_classify`) \
+         rejects {gated_out} ({:.1}%) without redaction or automata\n",
+        high.len(),
+        gated_out as f64 * 100.0 / total.max(1) as f64
     ));
     println!("{report}");
 
+    // Ordinary output is the common case: the gate must turn most of it away cheaply.
+    assert!(
+        gated_out * 2 >= total,
+        "the gate rejects only {gated_out} of {total} ordinary chunks"
+    );
     assert!(
         total >= MINIMUM_CHUNKS,
         "the corpus has {total} chunks, fewer than {MINIMUM_CHUNKS}"

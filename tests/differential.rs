@@ -1,6 +1,7 @@
 //! The compiled bundle agrees with the reference interpreter on every input: examples,
 //! mutations of them, token soups built from the catalogue's own words, random text, and random
-//! structured fields. At least 100,000 generated inputs per run.
+//! structured fields. At least 100,000 generated inputs per run. On every one, the cheap gate
+//! (`Bundle::may_classify`) is sound: when it rejects, the winner is low-confidence.
 
 #![allow(
     clippy::unwrap_used,
@@ -128,6 +129,16 @@ fn agree(engines: &Engines, evidence: &Evidence) -> Result<(), TestCaseError> {
         "evidence: {:?}",
         evidence
     );
+    // The gate is sound: when it says no rule above low confidence can fire, none wins.
+    if !engines.bundle.may_classify(evidence) {
+        prop_assert_eq!(
+            compiled.confidence,
+            faultline_runtime::Confidence::Low,
+            "the gate rejected {:?}, which classifies as `{}`",
+            evidence,
+            compiled.rule
+        );
+    }
     if let Some((_, Some(captured))) = &reference {
         prop_assert_eq!(
             compiled.remediation.as_ref(),

@@ -167,12 +167,16 @@ pub fn literal_requirement(literal: &str) -> Option<Requirement> {
 }
 
 /// Whether a requirement could be satisfied by a word the redaction introduces, so that the
-/// raw text need not contain it.
+/// raw text need not contain it. A required word is a run of word characters; the markers the
+/// redaction writes are bracketed by non-word characters, so an occurrence that overlaps a
+/// marker lies inside one of the marker's own words: only a part of an introduced word (`act`
+/// of `redacted`) can appear without being in the raw text. A longer word that merely contains
+/// one (`invalid` contains `id`) cannot be spelled by a marker.
 pub fn touches_introduced_words(requirement: &Requirement) -> bool {
     requirement.words.iter().any(|word| {
         faultline_runtime::sanitize::INTRODUCED_WORDS
             .iter()
-            .any(|introduced| introduced.contains(word.as_str()) || word.contains(introduced))
+            .any(|introduced| introduced.contains(word.as_str()))
     })
 }
 

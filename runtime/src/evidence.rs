@@ -39,6 +39,17 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// [`Evidence::raw_text`], borrowed when only one stream has text.
+    pub(crate) fn raw_text_view(&self) -> std::borrow::Cow<'_, str> {
+        let stderr = self.stderr.as_deref().unwrap_or("");
+        let stdout = self.stdout.as_deref().unwrap_or("");
+        match (stderr.is_empty(), stdout.is_empty()) {
+            (_, true) => std::borrow::Cow::Borrowed(stderr),
+            (true, false) => std::borrow::Cow::Borrowed(stdout),
+            (false, false) => std::borrow::Cow::Owned(format!("{stderr}\n{stdout}")),
+        }
+    }
+
     /// The raw text rules read: standard error and standard output, joined by a line break when
     /// both are non-empty.
     pub fn raw_text(&self) -> String {

@@ -15,7 +15,7 @@ use super::model::{
 };
 use crate::evidence::{Classification, Evidence};
 use crate::sanitize;
-use crate::vocab::{EvidenceField, TextView};
+use crate::vocab::{Confidence, EvidenceField, TextView};
 
 /// The UTF-8 encodings of the two non-ASCII characters whose simple case folding reaches ASCII
 /// letters (KELVIN SIGN → k, LATIN SMALL LETTER LONG S → s).
@@ -90,6 +90,12 @@ pub(super) struct Engine {
     literal_rules: Vec<Vec<usize>>,
     /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
     fold_rules: Vec<usize>,
+    /// The literals of every rule that is not low-confidence, for [`Engine::may_classify`]:
+    /// built for `is_match`, so it may skip ahead with its own prefilter.
+    gate: Option<AhoCorasick>,
+    /// Rules above low confidence that fire on their structured guards alone (no text
+    /// matcher) or that the prefilter never skips: the gate checks their guards first.
+    ungated: Vec<usize>,
     /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
     rule_regexes: Vec<RuleRegexes>,
 }
@@ -188,6 +194,42 @@ impl Engine {
                 .or_else(|_| builder.build(literals()));
             Some(built.map_err(|error| BundleError::malformed(format!("prefilter: {error}")))?)
         };
+        let gate_literals: Vec<&[u8]> = model
+            .literals
+            .iter()
+            .filter(|literal| {
+                literal.rules.iter().any(|rule| {
+                    model
+                        .rules
+                        .get(*rule as usize)
+                        .is_some_and(|rule| rule.confidence != Confidence::Low)
+                })
+            })
+            .map(|literal| literal.literal.as_bytes())
+            .collect();
+        let gate = if gate_literals.is_empty() {
+            None
+        } else {
+            // A DFA without a prefilter: with a hundred-odd literals no SIMD prefilter applies,
+            // and the builder's own pick (an NFA) is several times slower on prose.
+            Some(
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .prefilter(false)
+                    .build(&gate_literals)
+                    .map_err(|error| BundleError::malformed(format!("gate: {error}")))?,
+            )
+        };
+        let ungated = model
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| {
+                rule.confidence != Confidence::Low && (rule.matchers.is_empty() || !rule.gated)
+            })
+            .map(|(index, _)| index)
+            .collect();
         let mut rule_regexes = Vec::new();
         for rule in &model.rules {
             let mut regexes = RuleRegexes::default();
@@ -205,6 +247,8 @@ impl Engine {
             prefilter,
             literal_rules,
             fold_rules,
+            gate,
+            ungated,
             rule_regexes,
         })
     }
@@ -254,6 +298,51 @@ impl Engine {
             }
         }
         admitted
+    }
+
+    /// Whether a rule that is not low-confidence could fire on `evidence` (ignoring priority).
+    /// Never sanitizes and never runs an automaton: structured guards, then the required
+    /// literals over the raw text. Sound because every gated rule's match implies one of its
+    /// literals in the raw text (see the compiler's `literals` module); ungated rules whose
+    /// guards hold answer `true`.
+    pub(super) fn may_classify(&self, model: &CatalogueModel, evidence: &Evidence) -> bool {
+        let guards_hold = |index: &usize| {
+            model
+                .rules
+                .get(*index)
+                .is_some_and(|rule| failed_guard(&rule.guards, evidence).is_none())
+        };
+        if self.ungated.iter().any(guards_hold) {
+            return true;
+        }
+        // Every other rule above low confidence is gated: one of its literals must occur.
+        let raw = evidence.raw_text_view();
+        let folds = !self.fold_rules.is_empty()
+            && !raw.is_ascii()
+            && NON_ASCII_FOLDS
+                .iter()
+                .any(|needle| contains_bytes(raw.as_bytes(), needle));
+        let found = folds
+            || self
+                .gate
+                .as_ref()
+                .is_some_and(|gate| gate.is_match(raw.as_ref()));
+        if !found {
+            return false;
+        }
+        // Some literal occurs: whether it belongs to a rule whose guards hold.
+        let admitted = self.admitted(&raw, model.rules.len());
+        admitted
+            .iter()
+            .enumerate()
+            .filter(|(index, admitted)| {
+                **admitted
+                    && model
+                        .rules
+                        .get(*index)
+                        .is_some_and(|rule| rule.confidence != Confidence::Low)
+            })
+            .any(|(index, _)| guards_hold(&index))
     }
 
     /// Evaluates one rule alone: whether it fires on `evidence`, whatever outranks it.

@@ -181,6 +181,16 @@ impl Bundle {
         self.engine.automaton_sizes()
     }
 
+    /// Whether a rule that is not low-confidence could fire on `evidence`: the cheap gate for
+    /// hot paths such as deciding the diagnostic marker of every streamed chunk. `false` means
+    /// [`Bundle::classify`] would certainly answer with a low-confidence rule (the phase
+    /// fallback of the shipped catalogue), so the caller may skip it; `true` means it might
+    /// not. It reads the structured guards and scans the raw text once for the rules'
+    /// required literals, without redacting the text or running an automaton.
+    pub fn may_classify(&self, evidence: &crate::Evidence) -> bool {
+        self.engine.may_classify(&self.model, evidence)
+    }
+
     /// Classifies one piece of evidence by the system clock. Always returns a classification.
     pub fn classify(&self, evidence: &crate::Evidence) -> crate::Classification {
         self.classify_at(evidence, SystemTime::now())

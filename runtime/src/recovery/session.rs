@@ -875,11 +875,21 @@ fn recoverable(classification: &Classification) -> bool {
 /// boundary: an assistant chunk whose text classifies high-confidence and fallback-eligible
 /// for this adapter's provider. A user or thought chunk, or an adapter without an id, never
 /// marks.
+///
+/// This runs on every streamed chunk, so [`Bundle::may_classify`] screens the chunk first:
+/// ordinary prose is rejected without being redacted or classified.
 pub fn diagnostic_candidate(bundle: &Bundle, provider_id: &str, role: Role, text: &str) -> bool {
-    role == Role::Assistant
-        && !provider_id.is_empty()
-        && !text.trim().is_empty()
-        && fallback_eligible(&classify_text(bundle, provider_id, text))
+    if role != Role::Assistant || provider_id.is_empty() || text.trim().is_empty() {
+        return false;
+    }
+    let evidence = Evidence {
+        phase: Some(Phase::PromptSend),
+        provider_id: Some(provider_id.to_owned()),
+        stderr: Some(text.to_owned()),
+        ..Evidence::default()
+    };
+    bundle.may_classify(&evidence)
+        && fallback_eligible(&bundle.classify_at(&evidence, SystemTime::UNIX_EPOCH))
 }
 
 /// The launch prompt as it may be stored and sent on every attempt, attempt 0 included
