@@ -26,8 +26,6 @@ use faultline_runtime::timing::{parse_instant, reset_time};
 use faultline_runtime::{Bundle, Evidence, TimingExtractor};
 use serde_json::Value;
 
-use common::FileSystem;
-
 /// The clock of cases that name none.
 const UNDATED_NOW: &str = "2026-08-01T00:00:00Z";
 
@@ -57,14 +55,7 @@ fn expected_reset(expect: &Value) -> Option<Option<&str>> {
 }
 
 fn bundle() -> Bundle {
-    let (loaded, _) = faultline_dsl::load(
-        &common::root().join("catalogue/catalogue.rules"),
-        &FileSystem,
-    )
-    .unwrap();
-    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
-    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
-    Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap()
+    common::catalogue_bundle()
 }
 
 fn evidence(input: &Value) -> Evidence {

@@ -30,14 +30,7 @@ const SECTION: &str = "## Known hits in ordinary agent output";
 const MINIMUM_CHUNKS: usize = 10_000;
 
 fn bundle() -> Bundle {
-    let (loaded, _) = faultline_dsl::load(
-        &common::root().join("catalogue/catalogue.rules"),
-        &common::FileSystem,
-    )
-    .unwrap();
-    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
-    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
-    Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap()
+    common::catalogue_bundle()
 }
 
 /// (corpus file, line number, rule id) of one hit.

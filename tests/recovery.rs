@@ -21,17 +21,7 @@ use faultline_runtime::recovery::session::{
 };
 use serde_json::json;
 
-use common::FileSystem;
-
-static BUNDLE: LazyLock<Bundle> = LazyLock::new(|| {
-    let (loaded, _) = faultline_dsl::load(
-        &common::root().join("catalogue/catalogue.rules"),
-        &FileSystem,
-    )
-    .unwrap();
-    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
-    Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap()
-});
+static BUNDLE: LazyLock<Bundle> = LazyLock::new(common::catalogue_bundle);
 
 const OVERLOADED_CHUNK: &str = "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
 const OVERLOADED_TERMINAL: &str = "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";

@@ -39,17 +39,7 @@ use faultline_runtime::{Bundle, Classification, Evidence};
 use proptest::prelude::*;
 use serde_json::json;
 
-use common::FileSystem;
-
-static BUNDLE: LazyLock<Bundle> = LazyLock::new(|| {
-    let (loaded, _) = faultline_dsl::load(
-        &common::root().join("catalogue/catalogue.rules"),
-        &FileSystem,
-    )
-    .unwrap();
-    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
-    Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap()
-});
+static BUNDLE: LazyLock<Bundle> = LazyLock::new(common::catalogue_bundle);
 
 // ---------------------------------------------------------------------------------------------
 // Text pools

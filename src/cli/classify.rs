@@ -1,6 +1,5 @@
 //! `faultline classify`: evidence as JSON lines in, one classification per line out.
 
-use std::io::BufRead as _;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -8,7 +7,7 @@ use faultline_runtime::timing::parse_instant;
 use faultline_runtime::{Bundle, Evidence};
 
 use super::files::{self, FileSystem};
-use super::{Exit, embedded, err, out};
+use super::{Exit, embedded, err};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -218,82 +217,14 @@ pub(super) fn compile_embedded() -> Result<(faultline_compiler::Compilation, Bun
     )
 }
 
-/// Classifies every line; a bad line is reported with its number and the others still run.
-fn classify_lines(
-    bundle: &Bundle,
-    name: &str,
-    reader: &mut dyn std::io::BufRead,
-    default_now: Option<SystemTime>,
-    failed: &mut usize,
-) {
-    let mut output = String::new();
-    for (index, line) in reader.lines().enumerate() {
-        let number = index + 1;
-        let line = match line {
-            Ok(line) => line,
-            Err(error) => {
-                *failed += 1;
-                err(&format!("{name}:{number}: cannot read the line: {error}"));
-                continue;
-            }
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        match parse_line(&line, default_now) {
-            Ok((evidence, now)) => {
-                let classification = bundle.classify_at(&evidence, now);
-                output.push_str(&serde_json::to_string(&classification).unwrap_or_default());
-                output.push('\n');
-            }
-            Err(error) => {
-                *failed += 1;
-                err(&format!("{name}:{number}: {error}"));
-            }
-        }
-        if output.len() > 64 << 10 {
-            out(&std::mem::take(&mut output));
-        }
-    }
-    out(&output);
-}
-
 pub fn run(args: &Args) -> Exit {
     let bundle = match load_bundle(args.bundle.as_ref(), args.catalogue.as_ref()) {
         Ok(bundle) => bundle,
         Err(exit) => return exit,
     };
-    let mut failed = 0;
-    let mut unreadable = 0;
-    if args.inputs.is_empty() {
-        classify_lines(
-            &bundle,
-            "<stdin>",
-            &mut std::io::stdin().lock(),
-            args.now,
-            &mut failed,
-        );
-    }
-    for path in &args.inputs {
-        match std::fs::File::open(path) {
-            Ok(file) => classify_lines(
-                &bundle,
-                &path.display().to_string(),
-                &mut std::io::BufReader::new(file),
-                args.now,
-                &mut failed,
-            ),
-            Err(error) => {
-                unreadable += 1;
-                err(&format!("error: cannot read `{}`: {error}", path.display()));
-            }
-        }
-    }
-    if unreadable > 0 {
-        Exit::Failure
-    } else if failed > 0 {
-        Exit::Findings
-    } else {
-        Exit::Clean
-    }
+    files::json_lines(&args.inputs, |_, _, line| {
+        let (evidence, now) = parse_line(line, args.now)?;
+        let classification = bundle.classify_at(&evidence, now);
+        serde_json::to_string(&classification).map_err(|error| error.to_string())
+    })
 }

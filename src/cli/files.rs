@@ -1,5 +1,6 @@
 //! File access for the library crates: reading sources and finding catalogues under a path.
 
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use faultline_dsl::SourceProvider;
@@ -49,5 +50,64 @@ pub fn catalogue_root(path: &Path) -> PathBuf {
         path.join(ROOT_FILE)
     } else {
         path.to_path_buf()
+    }
+}
+
+/// Runs `handle` on every non-blank line of `inputs` (standard input when there are none), in
+/// order, with the input's name and the line number. Its `Ok` text is written as an output line
+/// (in batches); its `Err` is reported as `name:number: error` and the other lines still run.
+/// Exit: 2 if an input could not be read, else 1 if a line failed, else 0.
+pub fn json_lines(
+    inputs: &[PathBuf],
+    mut handle: impl FnMut(&str, usize, &str) -> Result<String, String>,
+) -> super::Exit {
+    let mut failed = 0;
+    let mut unreadable = 0;
+    let mut run = |name: &str, reader: &mut dyn std::io::BufRead| {
+        let mut output = String::new();
+        for (index, line) in reader.lines().enumerate() {
+            let number = index + 1;
+            let result = match line {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => handle(name, number, &line),
+                Err(error) => Err(format!("cannot read the line: {error}")),
+            };
+            match result {
+                Ok(text) => {
+                    output.push_str(&text);
+                    output.push('\n');
+                }
+                Err(error) => {
+                    failed += 1;
+                    super::err(&format!("{name}:{number}: {error}"));
+                }
+            }
+            if output.len() > 64 << 10 {
+                super::out(&std::mem::take(&mut output));
+            }
+        }
+        super::out(&output);
+    };
+    if inputs.is_empty() {
+        run("<stdin>", &mut std::io::stdin().lock());
+    }
+    for path in inputs {
+        match std::fs::File::open(path) {
+            Ok(file) => run(
+                &path.display().to_string(),
+                &mut std::io::BufReader::new(file),
+            ),
+            Err(error) => {
+                unreadable += 1;
+                super::err(&format!("error: cannot read `{}`: {error}", path.display()));
+            }
+        }
+    }
+    if unreadable > 0 {
+        super::Exit::Failure
+    } else if failed > 0 {
+        super::Exit::Findings
+    } else {
+        super::Exit::Clean
     }
 }

@@ -3,13 +3,11 @@
 //! authors debugging a session.
 
 use std::collections::BTreeMap;
-use std::io::BufRead as _;
 use std::path::PathBuf;
 
-use faultline_runtime::Bundle;
 use faultline_runtime::recovery::session::{Event, Outcome, Session};
 
-use super::{Exit, err, out};
+use super::Exit;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -106,91 +104,23 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
-fn replay(
-    bundle: &Bundle,
-    args: &Args,
-    name: &str,
-    reader: &mut dyn std::io::BufRead,
-    sessions: &mut BTreeMap<String, Session>,
-    failed: &mut usize,
-) {
-    let mut report = String::new();
-    for (index, line) in reader.lines().enumerate() {
-        let number = index + 1;
-        let line = match line {
-            Ok(line) => line,
-            Err(error) => {
-                *failed += 1;
-                err(&format!("{name}:{number}: cannot read the line: {error}"));
-                continue;
-            }
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (session_id, provider, event) = match parse(&line) {
-            Ok(parsed) => parsed,
-            Err(error) => {
-                *failed += 1;
-                err(&format!("{name}:{number}: {error}"));
-                continue;
-            }
-        };
-        let session = sessions.entry(session_id.clone()).or_insert_with(|| {
-            Session::new(provider.clone().unwrap_or_else(|| args.provider.clone()))
-        });
-        let outcome = session.apply(bundle, &event);
-        if args.json {
-            let value =
-                serde_json::json!({"line": number, "session": session_id, "outcome": outcome});
-            report.push_str(&value.to_string());
-        } else {
-            report.push_str(&format!(
-                "{name}:{number} [{session_id}] {}",
-                describe(&outcome)
-            ));
-        }
-        report.push('\n');
-    }
-    out(&report);
-}
-
 pub fn run(args: &Args) -> Exit {
     let bundle = match super::classify::load_bundle(args.bundle.as_ref(), args.catalogue.as_ref()) {
         Ok(bundle) => bundle,
         Err(exit) => return exit,
     };
-    let mut sessions = BTreeMap::new();
-    let mut failed = 0;
-    if args.inputs.is_empty() {
-        replay(
-            &bundle,
-            args,
-            "<stdin>",
-            &mut std::io::stdin().lock(),
-            &mut sessions,
-            &mut failed,
-        );
-    }
-    for path in &args.inputs {
-        match std::fs::File::open(path) {
-            Ok(file) => replay(
-                &bundle,
-                args,
-                &path.display().to_string(),
-                &mut std::io::BufReader::new(file),
-                &mut sessions,
-                &mut failed,
-            ),
-            Err(error) => {
-                err(&format!("error: cannot read `{}`: {error}", path.display()));
-                return Exit::Failure;
-            }
-        }
-    }
-    if failed > 0 {
-        Exit::Findings
-    } else {
-        Exit::Clean
-    }
+    let mut sessions: BTreeMap<String, Session> = BTreeMap::new();
+    super::files::json_lines(&args.inputs, |name, number, line| {
+        let (session_id, provider, event) = parse(line)?;
+        let session = sessions
+            .entry(session_id.clone())
+            .or_insert_with(|| Session::new(provider.unwrap_or_else(|| args.provider.clone())));
+        let outcome = session.apply(&bundle, &event);
+        Ok(if args.json {
+            serde_json::json!({"line": number, "session": session_id, "outcome": outcome})
+                .to_string()
+        } else {
+            format!("{name}:{number} [{session_id}] {}", describe(&outcome))
+        })
+    })
 }

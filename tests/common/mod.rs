@@ -22,6 +22,15 @@ pub fn faultline(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The repository's catalogue, compiled (it must check clean) and loaded as a bundle.
+pub fn catalogue_bundle() -> faultline_runtime::Bundle {
+    let (loaded, _) =
+        faultline_dsl::load(&root().join("catalogue/catalogue.rules"), &FileSystem).unwrap();
+    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
+    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
+    faultline_runtime::Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap()
+}
+
 /// Standard output as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
