@@ -376,7 +376,7 @@ impl Engine {
         catalogue_version: &str,
         evidence: &Evidence,
         mut trace: Option<&mut Trace>,
-    ) -> Classification {
+    ) -> (Classification, Option<usize>) {
         let raw = evidence.raw_text();
         let texts = Texts {
             raw: &raw,
@@ -396,7 +396,7 @@ impl Engine {
                 trace.steps.push(outcome.step());
             }
             if let (Outcome::Fired(remediation), None) = (outcome, &winner) {
-                winner = Some((rule, remediation));
+                winner = Some((index, rule, remediation));
                 // A trace evaluates every rule, so it can say what else fired or was vetoed.
                 if trace.is_none() {
                     break;
@@ -408,21 +408,23 @@ impl Engine {
         let excerpt = texts.sanitized.into_inner().unwrap_or_default();
         // A validated bundle ends with a catch-all rule, so a winner always exists; the last
         // rule stands in if it ever does not.
-        let (rule, remediation) = match winner {
+        let (position, rule, remediation) = match winner {
             Some(found) => found,
             None => match model.rules.last() {
-                Some(last) => (last, None),
-                None => return unclassified(catalogue_version, excerpt),
+                Some(last) => (model.rules.len() - 1, last, None),
+                None => return (unclassified(catalogue_version, excerpt), None),
             },
         };
         let Some(code) = model.codes.get(rule.code as usize) else {
-            return unclassified(catalogue_version, excerpt);
+            return (unclassified(catalogue_version, excerpt), None);
         };
+        // A rule with a fixed excerpt reports it instead of the evidence text.
+        let excerpt = rule.excerpt.clone().unwrap_or(excerpt);
         let remediation = remediation.or_else(|| match &rule.remediation {
             Some(RemediationEntry::Token(token)) => Some(token.clone()),
             _ => code.remediation.clone(),
         });
-        Classification {
+        let classification = Classification {
             code: code.name.clone(),
             class: code.class,
             confidence: rule.confidence,
@@ -436,7 +438,8 @@ impl Engine {
             retry_after: None,
             excerpt,
             remediation,
-        }
+        };
+        (classification, Some(position))
     }
 
     fn evaluate(

@@ -203,10 +203,10 @@ impl Bundle {
         evidence: &crate::Evidence,
         now: SystemTime,
     ) -> crate::Classification {
-        let mut classification =
+        let (mut classification, winner) =
             self.engine
                 .classify(&self.model, &self.header.catalogue_version, evidence, None);
-        self.finish(&mut classification, evidence, now, None);
+        self.attach_timing(&mut classification, winner, evidence, now, None);
         classification
     }
 
@@ -219,32 +219,33 @@ impl Bundle {
         now: SystemTime,
     ) -> (crate::Classification, Trace) {
         let mut trace = Trace::default();
-        let mut classification = self.engine.classify(
+        let (mut classification, winner) = self.engine.classify(
             &self.model,
             &self.header.catalogue_version,
             evidence,
             Some(&mut trace),
         );
-        self.finish(&mut classification, evidence, now, Some(&mut trace.timing));
+        self.attach_timing(
+            &mut classification,
+            winner,
+            evidence,
+            now,
+            Some(&mut trace.timing),
+        );
         (classification, trace)
     }
 
-    /// What follows the winner's choice: its fixed excerpt, and the timing stage (a structured
-    /// reset time if valid, else the winning rule's extractors).
-    fn finish(
+    /// The timing stage: a structured reset time if valid, else the winning rule's extractors.
+    fn attach_timing(
         &self,
         classification: &mut crate::Classification,
+        winner: Option<usize>,
         evidence: &crate::Evidence,
         now: SystemTime,
         steps: Option<&mut Vec<crate::timing::HintStep>>,
     ) {
-        let winner = self
-            .rule_position(&classification.rule)
-            .and_then(|position| self.model.rules.get(position));
-        if let Some(excerpt) = winner.and_then(|rule| rule.excerpt.as_ref()) {
-            classification.excerpt.clone_from(excerpt);
-        }
         let extractors = winner
+            .and_then(|position| self.model.rules.get(position))
             .map(|rule| rule.timing.as_slice())
             .unwrap_or_default();
         if evidence.reset_hint.is_none() && extractors.is_empty() {
