@@ -54,17 +54,26 @@ fn chunk(provider: &str, role: Role, text: &str) -> Event {
     }
 }
 
-fn failed(message: &str) -> Event {
+fn prompt_failed(
+    claim: Claim,
+    message: &str,
+    data: Option<serde_json::Value>,
+    lifecycle: Option<LifecycleSnapshot>,
+) -> Event {
     Event::PromptFailed {
-        claim: claim(7),
+        claim,
         error: PromptError {
             code: -32603,
             message: message.to_owned(),
-            data: None,
+            data,
         },
         occurred_at: "2026-10-01T08:00:00Z".to_owned(),
-        lifecycle: None,
+        lifecycle,
     }
+}
+
+fn failed(message: &str) -> Event {
+    prompt_failed(claim(7), message, None, None)
 }
 
 fn verdict_of(outcome: Outcome) -> Verdict {
@@ -107,19 +116,15 @@ fn ac_8_missing_record_execution_or_generation_fail_closed() {
     );
     let verdict = verdict_of(apply(
         &mut launch,
-        Event::PromptFailed {
-            claim: Claim {
+        prompt_failed(
+            Claim {
                 execution_id: None,
                 generation: 1,
             },
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.to_owned(),
-                data: None,
-            },
-            occurred_at: "2026-10-01T08:00:00Z".to_owned(),
-            lifecycle: None,
-        },
+            OVERLOADED_TERMINAL,
+            None,
+            None,
+        ),
     ));
     assert_eq!(verdict.safety, Safety::MissingExecution);
     assert_eq!(verdict.disposition, Disposition::Manual);
@@ -136,19 +141,15 @@ fn ac_8_missing_record_execution_or_generation_fail_closed() {
     );
     let verdict = verdict_of(apply(
         &mut zero,
-        Event::PromptFailed {
-            claim: Claim {
+        prompt_failed(
+            Claim {
                 execution_id: Some("exec-1".into()),
                 generation: 0,
             },
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.to_owned(),
-                data: None,
-            },
-            occurred_at: "2026-10-01T08:00:00Z".to_owned(),
-            lifecycle: None,
-        },
+            OVERLOADED_TERMINAL,
+            None,
+            None,
+        ),
     ));
     assert_eq!(verdict.safety, Safety::ZeroGeneration);
 }
@@ -224,19 +225,15 @@ fn ac_2_an_initial_launch_adopts_its_execution_id_when_bound() {
     assert_eq!(apply(&mut session, bind), Outcome::Bound);
     let verdict = verdict_of(apply(
         &mut session,
-        Event::PromptFailed {
-            claim: Claim {
+        prompt_failed(
+            Claim {
                 execution_id: Some("exec-1".into()),
                 generation: 1,
             },
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.to_owned(),
-                data: None,
-            },
-            occurred_at: "2026-10-01T08:00:00Z".to_owned(),
-            lifecycle: None,
-        },
+            OVERLOADED_TERMINAL,
+            None,
+            None,
+        ),
     ));
     assert_eq!(verdict.safety, Safety::Safe);
 }
@@ -259,40 +256,32 @@ fn ac_2_the_lifecycle_snapshot_makes_the_verdict_independent_of_delivery_order()
     let mut session = session("claude-acp");
     let verdict = verdict_of(apply(
         &mut session,
-        Event::PromptFailed {
-            claim: claim(7),
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.to_owned(),
-                data: None,
-            },
-            occurred_at: "2026-10-01T08:00:00Z".to_owned(),
-            lifecycle: Some(LifecycleSnapshot {
+        prompt_failed(
+            claim(7),
+            OVERLOADED_TERMINAL,
+            None,
+            Some(LifecycleSnapshot {
                 evidence_known: true,
                 effect_observed: true,
                 ..LifecycleSnapshot::default()
             }),
-        },
+        ),
     ));
     assert_eq!(verdict.safety, Safety::EffectObserved);
     // A diagnostic the lifecycle carried is re-classified and correlated like the engine's own.
     let mut session = self::session("claude-acp");
     let verdict = verdict_of(apply(
         &mut session,
-        Event::PromptFailed {
-            claim: claim(7),
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.to_owned(),
-                data: None,
-            },
-            occurred_at: "2026-10-01T08:00:00Z".to_owned(),
-            lifecycle: Some(LifecycleSnapshot {
+        prompt_failed(
+            claim(7),
+            OVERLOADED_TERMINAL,
+            None,
+            Some(LifecycleSnapshot {
                 evidence_known: true,
                 diagnostic_text: Some(OVERLOADED_CHUNK.into()),
                 ..LifecycleSnapshot::default()
             }),
-        },
+        ),
     ));
     assert_eq!(
         verdict.safety,
@@ -303,19 +292,15 @@ fn ac_2_the_lifecycle_snapshot_makes_the_verdict_independent_of_delivery_order()
     let mut session = self::session("claude-acp");
     let verdict = verdict_of(apply(
         &mut session,
-        Event::PromptFailed {
-            claim: claim(7),
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.to_owned(),
-                data: None,
-            },
-            occurred_at: "2026-10-01T08:00:00Z".to_owned(),
-            lifecycle: Some(LifecycleSnapshot {
+        prompt_failed(
+            claim(7),
+            OVERLOADED_TERMINAL,
+            None,
+            Some(LifecycleSnapshot {
                 evidence_known: false,
                 ..LifecycleSnapshot::default()
             }),
-        },
+        ),
     ));
     assert_eq!(verdict.safety, Safety::EvidenceUnknown);
 }
@@ -648,16 +633,12 @@ fn ac_24_a_signature_only_in_data_is_manual_on_every_occurrence() {
         }
         let verdict = verdict_of(apply(
             &mut session,
-            Event::PromptFailed {
-                claim: claim(generation),
-                error: PromptError {
-                    code: -32603,
-                    message: "Internal error".into(),
-                    data: Some(json!({"error": "peer disconnected before response"})),
-                },
-                occurred_at: "2026-10-01T08:00:00Z".into(),
-                lifecycle: None,
-            },
+            prompt_failed(
+                claim(generation),
+                "Internal error",
+                Some(json!({"error": "peer disconnected before response"})),
+                None,
+            ),
         ));
         assert_eq!(verdict.projection.message, "Internal error");
         assert_ne!(verdict.classification.code, "agent_transport_lost");
@@ -690,16 +671,12 @@ fn ac_22_the_projection_carries_the_model_settled_before_it_only() {
     apply(&mut session, Event::PromptBegan { claim: claim(8) });
     let verdict = verdict_of(apply(
         &mut session,
-        Event::PromptFailed {
-            claim: claim(8),
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.into(),
-                data: Some(json!({"errorKind": "server_error"})),
-            },
-            occurred_at: "2026-10-01T08:00:00Z".into(),
-            lifecycle: None,
-        },
+        prompt_failed(
+            claim(8),
+            OVERLOADED_TERMINAL,
+            Some(json!({"errorKind": "server_error"})),
+            None,
+        ),
     ));
     assert_eq!(
         verdict.projection.model_id.as_deref(),
@@ -924,16 +901,7 @@ fn a_retired_lifecycle_reads_as_unknown_until_a_new_attempt_binds() {
     apply(&mut session, Event::PromptBound { claim: claim(8) });
     let verdict = verdict_of(apply(
         &mut session,
-        Event::PromptFailed {
-            claim: claim(8),
-            error: PromptError {
-                code: -32603,
-                message: OVERLOADED_TERMINAL.into(),
-                data: None,
-            },
-            occurred_at: "2026-10-01T08:00:00Z".into(),
-            lifecycle: None,
-        },
+        prompt_failed(claim(8), OVERLOADED_TERMINAL, None, None),
     ));
     assert_eq!(verdict.safety, Safety::Safe);
 }
