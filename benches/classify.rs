@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 use criterion::{Criterion, Throughput};
 use faultline_compiler::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, TextMatcher};
 use faultline_compiler::priority::Priority;
-use faultline_compiler::reference::Reference;
+use faultline_compiler::reference::{Reference, field as text_field, guards_hold};
 use faultline_compiler::{Compilation, Compiler};
 use faultline_dsl::SourceProvider;
 use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, sanitize};
@@ -265,38 +265,6 @@ impl Plan {
         }
         None
     }
-}
-
-fn text_field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
-    match field {
-        EvidenceField::Phase => evidence.phase.map(|p| p.to_string()),
-        EvidenceField::ProviderId => evidence.provider_id.clone(),
-        EvidenceField::Source => evidence.source.map(|s| s.to_string()),
-        EvidenceField::ExitCode => evidence.exit_code.map(|c| c.to_string()),
-        EvidenceField::HttpStatus => evidence.http_status.map(|s| s.to_string()),
-        EvidenceField::ResetHint => evidence.reset_hint.clone(),
-        EvidenceField::Stderr => evidence.stderr.clone(),
-        EvidenceField::Stdout => evidence.stdout.clone(),
-        EvidenceField::ManagedRuntimePackageSpec => evidence.managed_runtime_package_spec.clone(),
-    }
-}
-
-/// The structured guards, with the reference interpreter's semantics.
-fn guards_hold(guards: &Guards, evidence: &Evidence) -> bool {
-    fn one_of<T: PartialEq>(allowed: &Option<Vec<T>>, value: Option<&T>) -> bool {
-        allowed
-            .as_ref()
-            .is_none_or(|allowed| value.is_some_and(|value| allowed.contains(value)))
-    }
-    one_of(&guards.phase, evidence.phase.as_ref())
-        && one_of(&guards.provider_id, evidence.provider_id.as_ref())
-        && one_of(&guards.source, evidence.source.as_ref())
-        && one_of(&guards.http_status, evidence.http_status.as_ref())
-        && one_of(&guards.exit_code, evidence.exit_code.as_ref())
-        && guards
-            .present
-            .iter()
-            .all(|f| text_field(evidence, *f).is_some_and(|value| !value.is_empty()))
 }
 
 // ---------------------------------------------------------------------------------------------

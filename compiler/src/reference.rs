@@ -50,7 +50,9 @@ fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
     }
 }
 
-fn field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
+/// An evidence field's value as text (numbers and names spelled as in JSON), for guards and
+/// `where group N == field` comparisons.
+pub fn field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
     match field {
         EvidenceField::Phase => evidence.phase.map(|p| p.to_string()),
         EvidenceField::ProviderId => evidence.provider_id.clone(),
@@ -64,7 +66,8 @@ fn field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
     }
 }
 
-fn guards_hold(guards: &Guards, evidence: &Evidence) -> bool {
+/// Whether a rule's structured guards hold for `evidence`.
+pub fn guards_hold(guards: &Guards, evidence: &Evidence) -> bool {
     fn one_of<T: PartialEq>(allowed: &Option<Vec<T>>, value: Option<T>) -> bool {
         allowed
             .as_ref()
