@@ -905,51 +905,65 @@ const ENGINES: &[&str] = &[
     "sanitize_only",
 ];
 
-fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[Evidence]) {
+/// One engine under test: its name and what it does with one input.
+type Run<'a> = (&'static str, Box<dyn Fn(&Evidence) + 'a>);
+
+/// Times every run on every input of one set, as one criterion group.
+fn bench_group(c: &mut Criterion, group_name: &str, inputs: &[Evidence], runs: Vec<Run<'_>>) {
     let mut group = c.benchmark_group(group_name);
     group.throughput(Throughput::Bytes(text_bytes(inputs)));
     group.sample_size(10);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
-    group.bench_function("faultline", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.bundle.classify(black_box(input)));
-            }
-        })
-    });
-    group.bench_function("reference", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.reference.classify(black_box(input)));
-            }
-        })
-    });
-    group.bench_function("regexset", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.regexset.classify(black_box(input)));
-            }
-        })
-    });
+    for (name, run) in &runs {
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                for input in inputs {
+                    run(black_box(input));
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[Evidence]) {
+    let mut runs: Vec<Run<'_>> = vec![
+        (
+            "faultline",
+            Box::new(|input| {
+                black_box(engines.bundle.classify(input));
+            }),
+        ),
+        (
+            "reference",
+            Box::new(|input| {
+                black_box(engines.reference.classify(input));
+            }),
+        ),
+        (
+            "regexset",
+            Box::new(|input| {
+                black_box(engines.regexset.classify(input));
+            }),
+        ),
+    ];
     #[cfg(feature = "vectorscan")]
-    group.bench_function("vectorscan", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.vectorscan.classify(black_box(input)));
-            }
-        })
-    });
+    runs.push((
+        "vectorscan",
+        Box::new(|input| {
+            black_box(engines.vectorscan.classify(input));
+        }),
+    ));
     // Not an engine: what the diagnostic-tier redaction alone costs on the same inputs (every
     // engine applies it, since rules read the sanitized text; faultline's excerpt is it).
-    group.bench_function("sanitize_only", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(sanitize::diagnostic(&black_box(input).raw_text()));
-            }
-        })
-    });
-    group.finish();
+    runs.push((
+        "sanitize_only",
+        Box::new(|input| {
+            black_box(sanitize::diagnostic(&input.raw_text()));
+        }),
+    ));
+    bench_group(c, group_name, inputs, runs);
 }
 
 /// The rejecting path: how fast each engine turns away ordinary output. faultline answers with
@@ -958,41 +972,34 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
 /// its literals); the others can only answer soundly after redacting the text, then asking
 /// whether any pattern matches at all.
 fn bench_rejecting(c: &mut Criterion, engines: &Engines, inputs: &[Evidence]) {
-    let mut group = c.benchmark_group("reject_prose");
-    group.throughput(Throughput::Bytes(text_bytes(inputs)));
-    group.sample_size(10);
-    group.warm_up_time(Duration::from_secs(1));
-    group.measurement_time(Duration::from_secs(3));
-    group.bench_function("faultline", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.bundle.may_classify(black_box(input)));
-            }
-        })
-    });
-    group.bench_function("reference", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.sequential_gate.any_match(black_box(input)));
-            }
-        })
-    });
-    group.bench_function("regexset", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.regexset.any_match(black_box(input)));
-            }
-        })
-    });
-    #[cfg(feature = "vectorscan")]
-    group.bench_function("vectorscan", |b| {
-        b.iter(|| {
-            for input in inputs {
-                black_box(engines.vectorscan.any_match(black_box(input)));
-            }
-        })
-    });
-    group.finish();
+    let runs: Vec<Run<'_>> = vec![
+        (
+            "faultline",
+            Box::new(|input| {
+                black_box(engines.bundle.may_classify(input));
+            }),
+        ),
+        (
+            "reference",
+            Box::new(|input| {
+                black_box(engines.sequential_gate.any_match(input));
+            }),
+        ),
+        (
+            "regexset",
+            Box::new(|input| {
+                black_box(engines.regexset.any_match(input));
+            }),
+        ),
+        #[cfg(feature = "vectorscan")]
+        (
+            "vectorscan",
+            Box::new(|input| {
+                black_box(engines.vectorscan.any_match(input));
+            }),
+        ),
+    ];
+    bench_group(c, "reject_prose", inputs, runs);
 }
 
 fn criterion_home() -> PathBuf {
