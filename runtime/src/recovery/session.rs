@@ -846,17 +846,21 @@ pub fn normalize(text: &str) -> String {
     sanitize::provider_message(text)
 }
 
-/// Classifies a chunk or terminal text as the marker and the correlation do: phase
-/// `prompt_send`, the adapter's provider id, the text as standard error. The clock is fixed
-/// (timing hints play no part here), so the result is deterministic.
-fn classify_text(bundle: &Bundle, provider_id: &str, text: &str) -> Classification {
-    let evidence = Evidence {
+/// A chunk or terminal text as the marker and the correlation classify it: phase
+/// `prompt_send`, the adapter's provider id, the text as standard error.
+fn text_evidence(provider_id: &str, text: &str) -> Evidence {
+    Evidence {
         phase: Some(Phase::PromptSend),
         provider_id: (!provider_id.is_empty()).then(|| provider_id.to_owned()),
         stderr: Some(text.to_owned()),
         ..Evidence::default()
-    };
-    bundle.classify_at(&evidence, SystemTime::UNIX_EPOCH)
+    }
+}
+
+/// Classifies [`text_evidence`]. The clock is fixed (timing hints play no part here), so the
+/// result is deterministic.
+fn classify_text(bundle: &Bundle, provider_id: &str, text: &str) -> Classification {
+    bundle.classify_at(&text_evidence(provider_id, text), SystemTime::UNIX_EPOCH)
 }
 
 fn fallback_eligible(classification: &Classification) -> bool {
@@ -882,12 +886,7 @@ pub fn diagnostic_candidate(bundle: &Bundle, provider_id: &str, role: Role, text
     if role != Role::Assistant || provider_id.is_empty() || text.trim().is_empty() {
         return false;
     }
-    let evidence = Evidence {
-        phase: Some(Phase::PromptSend),
-        provider_id: Some(provider_id.to_owned()),
-        stderr: Some(text.to_owned()),
-        ..Evidence::default()
-    };
+    let evidence = text_evidence(provider_id, text);
     bundle.may_classify(&evidence)
         && fallback_eligible(&bundle.classify_at(&evidence, SystemTime::UNIX_EPOCH))
 }
