@@ -312,16 +312,30 @@ fn classify_reports_bad_lines_by_number_and_still_classifies_the_others() {
     let input = "{\"http_status\":429}\nnot json\n{\"phase\":\"streamin\"}\n{\"bogus\":1}\n{\"stderr\":\"connect ECONNREFUSED 10.0.0.1:443\"}\n";
     let output = classify_stdin(&[], input);
     assert_eq!(output.status.code(), Some(1), "some lines failed");
-    let rules: Vec<String> = stdout(&output)
+    // One answer per line, in order: a bad line's answer is an error object in its place.
+    let answers: Vec<String> = stdout(&output)
         .lines()
         .map(|line| {
-            serde_json::from_str::<Value>(line).unwrap()["rule"]
-                .as_str()
-                .unwrap()
-                .to_owned()
+            let answer = serde_json::from_str::<Value>(line).unwrap();
+            match answer["rule"].as_str() {
+                Some(rule) => rule.to_owned(),
+                None => format!(
+                    "line {} error in {}",
+                    answer["line"], answer["error"]["field"]
+                ),
+            }
         })
         .collect();
-    assert_eq!(rules, ["http.429", "provider.network_unavailable.v1"]);
+    assert_eq!(
+        answers,
+        [
+            "http.429",
+            "line 2 error in null",
+            "line 3 error in \"phase\"",
+            "line 4 error in \"bogus\"",
+            "provider.network_unavailable.v1"
+        ]
+    );
     let errors = String::from_utf8(output.stderr).unwrap();
     assert!(errors.contains("<stdin>:2: invalid evidence"), "{errors}");
     assert!(
@@ -350,7 +364,9 @@ fn classify_reads_reset_times_against_a_fixed_clock() {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    assert_eq!(results.len(), 3);
+    assert_eq!(results.len(), 4, "one answer per line");
+    assert_eq!(results[3]["line"], 4);
+    assert_eq!(results[3]["error"]["field"], "now");
     // The text's time, validated against `--now`.
     assert_eq!(results[0]["reset_hint"], "2026-09-27T03:09:00Z");
     assert_eq!(results[0]["retry_after"], 26 * 86_400 + 3 * 3600 + 9 * 60);
@@ -361,7 +377,7 @@ fn classify_reads_reset_times_against_a_fixed_clock() {
     assert_eq!(results[2]["retry_after"], 36_000);
     let errors = String::from_utf8(output.stderr).unwrap();
     assert!(
-        errors.contains("<stdin>:4: invalid `now`: `soon`"),
+        errors.contains("<stdin>:4: invalid evidence: field `now`: invalid instant `soon`"),
         "{errors}"
     );
     let bad_flag = classify_stdin(&["--now", "tomorrow"], "{}\n");
@@ -462,6 +478,94 @@ fn the_built_in_catalogue_is_cached_and_a_corrupt_cache_is_rebuilt() {
     assert!(stdout(&run()).contains("\"rule\":\"http.429\""));
     let rebuilt = std::fs::read(&files[0]).unwrap();
     assert!(faultline_runtime::Bundle::from_bytes(&rebuilt).is_ok());
+}
+
+#[test]
+fn explain_uses_the_cached_built_in_bundle_that_classify_uses() {
+    let cache = tempdir().join("explain-cache");
+    let run = |command: &str| {
+        let mut process = assert_cmd::Command::cargo_bin("faultline").unwrap();
+        process.env("FAULTLINE_CACHE_DIR", &cache).arg(command);
+        if command == "explain" {
+            process.arg(r#"{"http_status":529,"stderr":"API Error: 529 overloaded_error"}"#);
+        } else {
+            process.write_stdin("{\"http_status\":529}\n");
+        }
+        process.output().unwrap()
+    };
+    let cached = || std::fs::read_dir(&cache).map_or(0, Iterator::count);
+    let explained = run("explain");
+    assert_eq!(explained.status.code(), Some(0));
+    assert_eq!(
+        cached(),
+        1,
+        "explain compiled the built-in catalogue once and cached it"
+    );
+    // The priority sentences still come from the catalogue's own order relations.
+    assert!(
+        stdout(&explained)
+            .contains("its tier `structured` comes before tier `runtime` in `tiers [...]`"),
+        "{}",
+        stdout(&explained)
+    );
+    assert_eq!(run("classify").status.code(), Some(0));
+    assert_eq!(cached(), 1, "classify found the bundle explain cached");
+}
+
+#[test]
+fn check_refuses_a_directory_without_rules_and_walks_a_link_loop_once() {
+    let directory = tempdir().join("walk");
+    let _ = std::fs::remove_dir_all(&directory);
+    std::fs::create_dir_all(directory.join("empty")).unwrap();
+    let output = faultline(&["check", directory.join("empty").to_str().unwrap()]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "an empty directory is a mistake"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("holds no `.rules` file"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A loop (`loop -> .`) and a link out of the tree: each real file is checked once, and
+    // nothing outside the tree is read.
+    let tree = directory.join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::copy(
+        common::root().join("fixtures/valid/redaction-markers.rules"),
+        tree.join("redaction-markers.rules"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(".", tree.join("loop")).unwrap();
+    std::os::unix::fs::symlink(common::root().join("catalogue"), tree.join("outside")).unwrap();
+    let output = faultline(&["check", tree.to_str().unwrap()]);
+    assert!(
+        stdout(&output).contains("checked 1 catalogue"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("it links outside"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn test_refuses_fixtures_that_are_missing_or_not_fixture_files() {
+    for fixtures in ["fixtures/no-such-directory", "README.md", "fixtures/valid"] {
+        let output = faultline(&["test", "--fixtures", fixtures]);
+        assert_eq!(output.status.code(), Some(2), "--fixtures {fixtures}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(&format!("cannot read `{fixtures}`")),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    // One fixture file is a fixture set of its own.
+    let output = faultline(&["test", "--fixtures", "fixtures/classify/network.jsonl"]);
+    assert_eq!(output.status.code(), Some(0));
 }
 
 #[test]

@@ -91,7 +91,7 @@ impl Run {
     }
 
     fn check_directory(&mut self, directory: &Path) {
-        let candidates = match files::rules_files(directory) {
+        let candidates = match files::catalogue_files(directory) {
             Ok(candidates) => candidates,
             Err(error) => {
                 self.io_failures += 1;
@@ -188,7 +188,7 @@ fn fingerprint(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::System
     let mut found = Vec::new();
     for path in paths {
         let files = if path.is_dir() {
-            files::rules_files(path).unwrap_or_default()
+            files::rules_files(path).unwrap_or_default().files
         } else {
             vec![path.clone()]
         };

@@ -6,12 +6,15 @@ use std::time::SystemTime;
 use faultline_runtime::timing::parse_instant;
 use faultline_runtime::{Bundle, Evidence};
 
+use serde_json::{Map, Value};
+
 use super::files::{self, FileSystem};
+use super::json_lines::{self, LineError};
 use super::{Exit, embedded, err};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Evidence files, one JSON object per line; standard input when none is given.
+    /// Evidence files, one JSON object per line; `-` or none: standard input.
     #[arg(value_name = "FILE")]
     inputs: Vec<PathBuf>,
     /// Classify with a compiled bundle.
@@ -28,32 +31,76 @@ pub struct Args {
     now: Option<SystemTime>,
 }
 
-/// Parses a line into evidence and its clock: a JSON object of evidence fields, plus an
-/// optional `now`.
-pub(super) fn parse_line(
-    line: &str,
+/// Reads a line's fields as evidence and its clock: evidence fields, plus an optional `now`
+/// (RFC 3339) that overrides `default_now`.
+pub(super) fn evidence_of(
+    mut fields: Map<String, Value>,
     default_now: Option<SystemTime>,
-) -> Result<(Evidence, SystemTime), String> {
-    let mut fields: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(line).map_err(|error| format!("invalid evidence: {error}"))?;
+) -> Result<(Evidence, SystemTime), LineError> {
     let now = match fields.remove("now") {
-        Some(serde_json::Value::String(text)) => {
-            parse_instant(&text).map_err(|error| format!("invalid `now`: {error}"))?
-        }
+        Some(Value::String(text)) => parse_instant(&text).map_err(|error| {
+            LineError::field("now", format!("invalid instant `{text}`: {error}"))
+        })?,
         Some(other) => {
-            return Err(format!(
-                "invalid `now`: expected an RFC 3339 string, found `{other}`"
+            return Err(LineError::field(
+                "now",
+                format!(
+                    "expected an RFC 3339 string, found {}",
+                    json_lines::kind(&other)
+                ),
             ));
         }
         None => default_now.unwrap_or_else(SystemTime::now),
     };
-    // The path names the offending field, which serde's own message may not.
-    let evidence: Evidence = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
-        .map_err(|error| match error.path().to_string().as_str() {
-            "." => format!("invalid evidence: {}", error.inner()),
-            path => format!("invalid evidence: field `{path}`: {}", error.inner()),
-        })?;
+    let evidence = typed(fields)?;
     Ok((evidence, now))
+}
+
+/// Deserializes fields into `T`, naming the offending field (serde's own message may not).
+pub(super) fn typed<T: serde::de::DeserializeOwned>(
+    fields: Map<String, Value>,
+) -> Result<T, LineError> {
+    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|error| {
+        let message = error.inner().to_string();
+        match error.path().to_string().as_str() {
+            "." => match unknown_field(&message) {
+                Some(field) => LineError::field(field, message),
+                None => LineError::line(message),
+            },
+            path => LineError::field(path, message),
+        }
+    })
+}
+
+/// The field serde's "unknown field `x`, expected …" message names.
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(rest.get(..rest.find('`')?)?.to_owned())
+}
+
+/// Parses a line of evidence (a JSON object), for `explain`.
+pub(super) fn parse_line(
+    line: &str,
+    default_now: Option<SystemTime>,
+) -> Result<(Evidence, SystemTime), String> {
+    let fields = match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(mut fields)) => {
+            // `explain` takes the same lines as `classify`, whose callers may tag them.
+            fields.remove("id");
+            fields
+        }
+        Ok(other) => {
+            return Err(format!(
+                "invalid evidence: expected a JSON object, found {}",
+                json_lines::kind(&other)
+            ));
+        }
+        Err(error) => return Err(format!("invalid evidence: {error}")),
+    };
+    evidence_of(fields, default_now).map_err(|error| match error.field {
+        Some(field) => format!("invalid evidence: field `{field}`: {}", error.message),
+        None => format!("invalid evidence: {}", error.message),
+    })
 }
 
 /// Compiles a catalogue into a bundle, reporting its errors.
@@ -208,13 +255,33 @@ fn store(path: &std::path::Path, bytes: &[u8]) {
     }
 }
 
-/// Compiles the catalogue built into this binary.
-pub(super) fn compile_embedded() -> Result<(faultline_compiler::Compilation, Bundle), Exit> {
-    let (sources, root) = embedded::sources();
-    compile(
-        faultline_dsl::load(root, &sources),
-        "the built-in catalogue",
-    )
+/// Classification answers: one classification object per line.
+struct Classifier<'a> {
+    bundle: &'a Bundle,
+    now: Option<SystemTime>,
+}
+
+impl json_lines::Answers for Classifier<'_> {
+    fn subject(&self) -> &'static str {
+        "evidence"
+    }
+
+    fn answer(&mut self, line: json_lines::Line<'_>) -> Result<String, LineError> {
+        let (evidence, now) = evidence_of(line.fields, self.now)?;
+        let classification = self.bundle.classify_at(&evidence, now);
+        serde_json::to_string(&classification)
+            .map_err(|error| LineError::line(format!("cannot write the classification: {error}")))
+    }
+
+    fn error_line(
+        &self,
+        input: &str,
+        number: usize,
+        id: Option<&Value>,
+        error: &LineError,
+    ) -> String {
+        json_lines::error_object(input, number, id, error)
+    }
 }
 
 pub fn run(args: &Args) -> Exit {
@@ -222,9 +289,11 @@ pub fn run(args: &Args) -> Exit {
         Ok(bundle) => bundle,
         Err(exit) => return exit,
     };
-    files::json_lines(&args.inputs, |_, _, line| {
-        let (evidence, now) = parse_line(line, args.now)?;
-        let classification = bundle.classify_at(&evidence, now);
-        serde_json::to_string(&classification).map_err(|error| error.to_string())
-    })
+    json_lines::run(
+        &args.inputs,
+        &mut Classifier {
+            bundle: &bundle,
+            now: args.now,
+        },
+    )
 }

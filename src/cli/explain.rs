@@ -6,8 +6,7 @@ use std::io::Read as _;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use faultline_compiler::Compilation;
-use faultline_compiler::priority;
+use faultline_compiler::priority::{self, Priority};
 use faultline_runtime::bundle::Step;
 use faultline_runtime::sanitize;
 use faultline_runtime::timing::{HintOutcome, format_instant, parse_instant};
@@ -53,31 +52,45 @@ fn read_evidence(args: &Args) -> Result<String, Exit> {
     }
 }
 
-fn load(args: &Args) -> Result<(Option<Compilation>, Bundle), Exit> {
+/// The catalogue's checked rules and their effective order: what the priority sentences are
+/// made of. Only the front end runs (no automata, no analysis), so it costs milliseconds.
+struct Order {
+    catalogue: faultline_compiler::ir::Catalogue,
+    priority: Priority,
+}
+
+impl Order {
+    fn of(loaded: &faultline_dsl::LoadedCatalogue) -> Order {
+        let checked = faultline_compiler::check(loaded);
+        let (priority, _) = priority::order(&checked.catalogue);
+        Order {
+            catalogue: checked.catalogue,
+            priority,
+        }
+    }
+}
+
+/// The bundle to explain with, and the sources its priority sentences come from (none for a
+/// bundle file: its sentences then name tiers and positions only). The built-in catalogue's
+/// bundle is the one `classify` caches, so `explain` never compiles it again.
+fn load(args: &Args) -> Result<(Option<faultline_dsl::LoadedCatalogue>, Bundle), Exit> {
     if args.bundle.is_some() {
         return super::classify::load_bundle(args.bundle.as_ref(), None)
             .map(|bundle| (None, bundle));
     }
-    let compiled = match &args.catalogue {
-        Some(path) => {
-            let root = files::catalogue_root(path);
-            super::classify::compile(
-                faultline_dsl::load(&root, &FileSystem),
-                &format!("`{}`", root.display()),
-            )
+    let bundle = super::classify::load_bundle(None, args.catalogue.as_ref())?;
+    let loaded = match &args.catalogue {
+        Some(path) => faultline_dsl::load(&files::catalogue_root(path), &FileSystem),
+        None => {
+            let (sources, root) = super::embedded::sources();
+            faultline_dsl::load(root, &sources)
         }
-        None => super::classify::compile_embedded(),
     };
-    compiled.map(|(compilation, bundle)| (Some(compilation), bundle))
+    Ok((loaded.ok().map(|(loaded, _)| loaded), bundle))
 }
 
 /// Why the winner outranks another rule.
-fn outranks(
-    compilation: Option<&Compilation>,
-    bundle: &Bundle,
-    winner: usize,
-    other: usize,
-) -> String {
+fn outranks(order: Option<&Order>, bundle: &Bundle, winner: usize, other: usize) -> String {
     let model = bundle.model();
     let id = |position: usize| {
         model
@@ -85,18 +98,16 @@ fn outranks(
             .get(position)
             .map_or("?", |rule| rule.id.as_str())
     };
-    if let Some(compilation) = compilation
-        && let Some(order) = &compilation.priority
-    {
+    if let Some(order) = order {
         let index = |position: usize| {
-            compilation
+            order
                 .catalogue
                 .rules
                 .iter()
                 .position(|rule| rule.id == id(position))
         };
         if let (Some(a), Some(b)) = (index(winner), index(other)) {
-            return priority::explain(&compilation.catalogue, order, a, b);
+            return priority::explain(&order.catalogue, &order.priority, a, b);
         }
     }
     let tier = |position: usize| {
@@ -144,11 +155,12 @@ pub fn run(args: &Args) -> Exit {
                 return Exit::Failure;
             }
         };
-    let (compilation, bundle) = match load(args) {
+    let (sources, bundle) = match load(args) {
         Ok(loaded) => loaded,
         Err(exit) => return exit,
     };
     let (classification, trace) = bundle.classify_traced(&evidence, now);
+    let order = std::cell::OnceCell::new();
     let model = bundle.model();
     let mut report = String::new();
 
@@ -206,7 +218,14 @@ pub fn run(args: &Args) -> Exit {
             (false, Step::Fired, Some(winner)) => {
                 format!(
                     "\n        outranked: {}",
-                    outranks(compilation.as_ref(), &bundle, winner, position)
+                    outranks(
+                        order
+                            .get_or_init(|| sources.as_ref().map(Order::of))
+                            .as_ref(),
+                        &bundle,
+                        winner,
+                        position
+                    )
                 )
             }
             (false, _, Some(winner)) if position < winner => {

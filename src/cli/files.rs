@@ -1,6 +1,5 @@
 //! File access for the library crates: reading sources and finding catalogues under a path.
 
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use faultline_dsl::SourceProvider;
@@ -18,25 +17,82 @@ impl SourceProvider for FileSystem {
 /// The name of the root file of a catalogue directory.
 pub const ROOT_FILE: &str = "catalogue.rules";
 
-/// Every `.rules` file under `directory`, sorted, recursively.
-pub fn rules_files(directory: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
+/// The `.rules` files of a directory tree.
+#[derive(Debug, Default)]
+pub struct RulesFiles {
+    /// Every `.rules` file, sorted, each real file once.
+    pub files: Vec<PathBuf>,
+    /// Symbolic links that lead out of the tree, which were not followed.
+    pub links_outside: Vec<PathBuf>,
+}
+
+impl RulesFiles {
+    /// Tells the user which links were skipped.
+    pub fn report_links_outside(&self, directory: &Path) {
+        for link in &self.links_outside {
+            super::err(&format!(
+                "note: skipping `{}`: it links outside `{}`",
+                link.display(),
+                directory.display()
+            ));
+        }
+    }
+}
+
+/// Every `.rules` file under `directory`, recursively, each real file once.
+///
+/// Symbolic links are followed only while they stay inside `directory` (after resolving them):
+/// a link out of the tree would make a check read and quote files the catalogue does not
+/// hold, and a link loop would make it read the same files again and again.
+pub fn rules_files(directory: &Path) -> std::io::Result<RulesFiles> {
+    let root = directory.canonicalize()?;
+    let mut walk = RulesFiles::default();
+    let mut seen_directories = std::collections::HashSet::from([root.clone()]);
+    let mut seen_files = std::collections::HashSet::new();
     let mut pending = vec![directory.to_path_buf()];
     while let Some(current) = pending.pop() {
         for entry in std::fs::read_dir(&current)? {
             let path = entry?.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path
+            let is_rules = path
                 .extension()
-                .is_some_and(|extension| extension == "rules")
-            {
-                found.push(path);
+                .is_some_and(|extension| extension == "rules");
+            if !path.is_dir() && !is_rules {
+                continue;
+            }
+            // A dangling link, or one into a place that cannot be read, holds no catalogue.
+            let Ok(real) = path.canonicalize() else {
+                continue;
+            };
+            if !real.starts_with(&root) {
+                walk.links_outside.push(path);
+                continue;
+            }
+            if real.is_dir() {
+                if seen_directories.insert(real) {
+                    pending.push(path);
+                }
+            } else if seen_files.insert(real) {
+                walk.files.push(path);
             }
         }
     }
-    found.sort();
-    Ok(found)
+    walk.files.sort();
+    walk.links_outside.sort();
+    Ok(walk)
+}
+
+/// Every `.rules` file under `directory` ([`rules_files`]), naming the links it skipped, and
+/// refusing a directory that holds none: a mistyped path must not pass as a clean check.
+pub fn catalogue_files(directory: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let walk = rules_files(directory)?;
+    walk.report_links_outside(directory);
+    if walk.files.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "it holds no `.rules` file; give a catalogue directory or a `.rules` file",
+        ));
+    }
+    Ok(walk.files)
 }
 
 /// An error about a path the user gave, for exit code 2.
@@ -50,64 +106,5 @@ pub fn catalogue_root(path: &Path) -> PathBuf {
         path.join(ROOT_FILE)
     } else {
         path.to_path_buf()
-    }
-}
-
-/// Runs `handle` on every non-blank line of `inputs` (standard input when there are none), in
-/// order, with the input's name and the line number. Its `Ok` text is written as an output line
-/// (in batches); its `Err` is reported as `name:number: error` and the other lines still run.
-/// Exit: 2 if an input could not be read, else 1 if a line failed, else 0.
-pub fn json_lines(
-    inputs: &[PathBuf],
-    mut handle: impl FnMut(&str, usize, &str) -> Result<String, String>,
-) -> super::Exit {
-    let mut failed = 0;
-    let mut unreadable = 0;
-    let mut run = |name: &str, reader: &mut dyn std::io::BufRead| {
-        let mut output = String::new();
-        for (index, line) in reader.lines().enumerate() {
-            let number = index + 1;
-            let result = match line {
-                Ok(line) if line.trim().is_empty() => continue,
-                Ok(line) => handle(name, number, &line),
-                Err(error) => Err(format!("cannot read the line: {error}")),
-            };
-            match result {
-                Ok(text) => {
-                    output.push_str(&text);
-                    output.push('\n');
-                }
-                Err(error) => {
-                    failed += 1;
-                    super::err(&format!("{name}:{number}: {error}"));
-                }
-            }
-            if output.len() > 64 << 10 {
-                super::out(&std::mem::take(&mut output));
-            }
-        }
-        super::out(&output);
-    };
-    if inputs.is_empty() {
-        run("<stdin>", &mut std::io::stdin().lock());
-    }
-    for path in inputs {
-        match std::fs::File::open(path) {
-            Ok(file) => run(
-                &path.display().to_string(),
-                &mut std::io::BufReader::new(file),
-            ),
-            Err(error) => {
-                unreadable += 1;
-                super::err(&format!("error: cannot read `{}`: {error}", path.display()));
-            }
-        }
-    }
-    if unreadable > 0 {
-        super::Exit::Failure
-    } else if failed > 0 {
-        super::Exit::Findings
-    } else {
-        super::Exit::Clean
     }
 }

@@ -22,7 +22,7 @@ pub fn run(args: &Args) -> Exit {
     let mut io_failures = 0;
     for path in &args.paths {
         if path.is_dir() {
-            match files::rules_files(path) {
+            match files::catalogue_files(path) {
                 Ok(found) => targets.extend(found),
                 Err(error) => {
                     io_failures += 1;

@@ -13,6 +13,7 @@ mod explain;
 mod files;
 mod fmt;
 mod inspect;
+mod json_lines;
 mod order;
 mod recover;
 mod replay;

@@ -7,11 +7,15 @@ use std::path::PathBuf;
 
 use faultline_runtime::recovery::session::{Event, Outcome, Session};
 
+use faultline_runtime::Bundle;
+use serde_json::{Map, Value};
+
 use super::Exit;
+use super::json_lines::{self, LineError};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Event logs, one JSON object per line; standard input when none is given.
+    /// Event logs, one JSON object per line; `-` or none: standard input.
     #[arg(value_name = "FILE")]
     inputs: Vec<PathBuf>,
     /// Classify with a compiled bundle.
@@ -30,25 +34,18 @@ pub struct Args {
 
 /// One log line: an event, the session it belongs to (`session`, default `default`), and on a
 /// session's first line optionally its adapter's `provider_id`.
-fn parse(line: &str) -> Result<(String, Option<String>, Event), String> {
-    let mut fields: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(line).map_err(|error| format!("invalid event: {error}"))?;
-    let text = |fields: &mut serde_json::Map<String, serde_json::Value>, key: &str| match fields
-        .remove(key)
-    {
+fn parse(mut fields: Map<String, Value>) -> Result<(String, Option<String>, Event), LineError> {
+    let mut text = |key: &str| match fields.remove(key) {
         None => Ok(None),
-        Some(serde_json::Value::String(text)) => Ok(Some(text)),
-        Some(other) => Err(format!(
-            "invalid event: `{key}` must be a string, found `{other}`"
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(LineError::field(
+            key,
+            format!("expected a string, found {}", json_lines::kind(&other)),
         )),
     };
-    let session = text(&mut fields, "session")?.unwrap_or_else(|| "default".to_owned());
-    let provider = text(&mut fields, "provider_id")?;
-    let event: Event = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
-        .map_err(|error| match error.path().to_string().as_str() {
-            "." => format!("invalid event: {}", error.inner()),
-            path => format!("invalid event: field `{path}`: {}", error.inner()),
-        })?;
+    let session = text("session")?.unwrap_or_else(|| "default".to_owned());
+    let provider = text("provider_id")?;
+    let event: Event = super::classify::typed(fields)?;
     Ok((session, provider, event))
 }
 
@@ -104,23 +101,68 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
+/// Recovery answers: what each event did, as text or as a JSON object.
+struct Replay<'a> {
+    bundle: &'a Bundle,
+    args: &'a Args,
+    sessions: BTreeMap<String, Session>,
+}
+
+impl json_lines::Answers for Replay<'_> {
+    fn subject(&self) -> &'static str {
+        "event"
+    }
+
+    fn answer(&mut self, line: json_lines::Line<'_>) -> Result<String, LineError> {
+        let (session_id, provider, event) = parse(line.fields)?;
+        let session = self.sessions.entry(session_id.clone()).or_insert_with(|| {
+            Session::new(provider.unwrap_or_else(|| self.args.provider.clone()))
+        });
+        let outcome = session.apply(self.bundle, &event);
+        Ok(if self.args.json {
+            serde_json::json!({"line": line.number, "session": session_id, "outcome": outcome})
+                .to_string()
+        } else {
+            format!(
+                "{}:{} [{session_id}] {}",
+                line.input,
+                line.number,
+                describe(&outcome)
+            )
+        })
+    }
+
+    fn error_line(
+        &self,
+        input: &str,
+        number: usize,
+        id: Option<&Value>,
+        error: &LineError,
+    ) -> String {
+        if self.args.json {
+            json_lines::error_object(input, number, id, error)
+        } else {
+            let field = error
+                .field
+                .as_ref()
+                .map(|field| format!("field `{field}`: "))
+                .unwrap_or_default();
+            format!("{input}:{number} error: {field}{}", error.message)
+        }
+    }
+}
+
 pub fn run(args: &Args) -> Exit {
     let bundle = match super::classify::load_bundle(args.bundle.as_ref(), args.catalogue.as_ref()) {
         Ok(bundle) => bundle,
         Err(exit) => return exit,
     };
-    let mut sessions: BTreeMap<String, Session> = BTreeMap::new();
-    super::files::json_lines(&args.inputs, |name, number, line| {
-        let (session_id, provider, event) = parse(line)?;
-        let session = sessions
-            .entry(session_id.clone())
-            .or_insert_with(|| Session::new(provider.unwrap_or_else(|| args.provider.clone())));
-        let outcome = session.apply(&bundle, &event);
-        Ok(if args.json {
-            serde_json::json!({"line": number, "session": session_id, "outcome": outcome})
-                .to_string()
-        } else {
-            format!("{name}:{number} [{session_id}] {}", describe(&outcome))
-        })
-    })
+    json_lines::run(
+        &args.inputs,
+        &mut Replay {
+            bundle: &bundle,
+            args,
+            sessions: BTreeMap::new(),
+        },
+    )
 }

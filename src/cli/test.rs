@@ -17,7 +17,7 @@ pub struct Args {
     /// The catalogue (a directory holding `catalogue.rules`, or a root file).
     #[arg(value_name = "CATALOGUE", default_value = "catalogue")]
     catalogue: PathBuf,
-    /// Directory of classification fixtures (`*.jsonl`).
+    /// Classification fixtures: a directory of `*.jsonl` files, or one such file.
     #[arg(long, value_name = "DIR", default_value = "fixtures/classify")]
     fixtures: PathBuf,
 }
@@ -128,18 +128,34 @@ fn check(
     problems
 }
 
-fn fixture_files(directory: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
-    if directory.is_dir() {
-        for entry in std::fs::read_dir(directory)? {
-            let path = entry?.path();
-            if path
-                .extension()
-                .is_some_and(|extension| extension == "jsonl")
-            {
-                found.push(path);
-            }
+/// The fixture files `--fixtures` names: the `*.jsonl` files of a directory, or one such file.
+/// A path that holds no fixture is an error, never an empty (and so passing) fixture set.
+fn fixture_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let is_jsonl = |path: &Path| {
+        path.extension()
+            .is_some_and(|extension| extension == "jsonl")
+    };
+    if std::fs::metadata(path)?.is_file() {
+        if is_jsonl(path) {
+            return Ok(vec![path.to_path_buf()]);
         }
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a `.jsonl` fixture file; give a directory of fixtures or one `.jsonl` file",
+        ));
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let path = entry?.path();
+        if is_jsonl(&path) && path.is_file() {
+            found.push(path);
+        }
+    }
+    if found.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "it holds no `*.jsonl` fixture file",
+        ));
     }
     found.sort();
     Ok(found)
