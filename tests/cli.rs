@@ -276,12 +276,47 @@ fn the_readme_says_what_the_main_command_prints() {
     let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
     let claimed = readme
         .lines()
-        .find_map(|line| line.strip_prefix("The first prints `"))
+        .find_map(|line| line.strip_prefix("`faultline check catalogue/` prints `"))
         .and_then(|rest| rest.split('`').next())
-        .expect("the README says what the main command prints");
+        .expect("the README says what the check prints");
     let output = faultline(&["check", "catalogue/"]);
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(stdout(&output).trim_end(), claimed);
+}
+
+#[test]
+fn the_readme_set_up_command_classifies_the_example_evidence_as_it_says() {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    assert!(readme.contains("cargo run --release -- classify examples/evidence.jsonl"));
+    let output = faultline(&["classify", "examples/evidence.jsonl"]);
+    assert_eq!(output.status.code(), Some(0));
+    let answers: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(readme.contains(
+        "[`examples/evidence.jsonl`](examples/evidence.jsonl), one JSON answer per line"
+    ));
+    assert!(readme.contains("classifies the five pieces of evidence"));
+    assert_eq!(answers.len(), 5);
+    let first = &answers[0];
+    assert_eq!(
+        (&first["id"], &first["code"], &first["class"]),
+        (
+            &Value::from("claude-overloaded"),
+            &Value::from("provider_overloaded"),
+            &Value::from("transient")
+        )
+    );
+    let last = &answers[4];
+    assert_eq!(
+        (&last["id"], &last["code"], &last["confidence"]),
+        (
+            &Value::from("ordinary-output"),
+            &Value::from("agent_runtime_error"),
+            &Value::from("low")
+        )
+    );
 }
 
 fn classify_stdin(args: &[&str], input: &str) -> std::process::Output {
@@ -682,4 +717,38 @@ fn recover_reports_bad_lines_and_replays_the_rest() {
         "{errors}"
     );
     assert!(stdout(&output).contains("<stdin>:4 [default] terminal failure"));
+}
+
+#[test]
+fn every_subcommand_help_ends_with_examples() {
+    for command in [
+        "check",
+        "fmt",
+        "classify",
+        "explain",
+        "recover",
+        "test",
+        "replay",
+        "build",
+        "inspect",
+        "order",
+        "diagnostic",
+    ] {
+        let help = stdout(&faultline(&[command, "--help"]));
+        let tail = help.rsplit_once("Example").map(|(_, tail)| tail);
+        assert!(
+            tail.is_some_and(|tail| tail.contains(&format!("faultline {command}"))),
+            "`faultline {command} --help` ends without an example:\n{help}"
+        );
+    }
+    let classify = stdout(&faultline(&["classify", "--help"]));
+    for field in [
+        "phase",
+        "provider_id",
+        "http_status",
+        "stderr",
+        "docs/evidence.md",
+    ] {
+        assert!(classify.contains(field), "{field}");
+    }
 }

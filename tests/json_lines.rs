@@ -228,3 +228,27 @@ fn a_line_over_the_bound_is_answered_with_an_error_and_the_next_line_still_runs(
     );
     assert_eq!(answers[1]["rule"], "http.529");
 }
+
+#[test]
+fn on_a_terminal_with_no_input_a_hint_says_what_is_read() {
+    // `script` (util-linux) runs the command on a pseudo-terminal; its end of input is ours.
+    let command = format!("{} classify", env!("CARGO_BIN_EXE_faultline"));
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("FAULTLINE_CACHE_DIR", cache())
+        .stdin(Stdio::null())
+        .output()
+        .expect("`script` from util-linux runs the command on a terminal");
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        shown.contains("reading evidence as JSON lines from standard input; Ctrl-D to end"),
+        "{shown}"
+    );
+    // Not on a pipe: there the hint would be noise in a caller's logs.
+    let piped = run(&["classify"], b"");
+    assert!(
+        piped.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+}

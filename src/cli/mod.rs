@@ -48,28 +48,57 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Check `.rules` catalogues and report every problem.
+    #[command(
+        after_help = "Examples:\n  faultline check catalogue/\n  faultline check catalogue/ --format sarif --deny-warnings > faultline.sarif"
+    )]
     Check(check::Args),
     /// Format `.rules` files canonically, in place (or check that they are).
+    #[command(
+        after_help = "Examples:\n  faultline fmt catalogue/\n  faultline fmt --check catalogue/"
+    )]
     Fmt(fmt::Args),
     /// Classify evidence given as JSON lines; one classification per line.
+    #[command(
+        after_help = "Evidence fields (all optional; see docs/evidence.md): phase, provider_id, source, exit_code,\nhttp_status, reset_hint, stderr, stdout, managed_runtime_package_spec; plus `id` (echoed on the\nanswer) and `now` (the clock for reset times). Each input line gets one answer line, in order.\n\nExamples:\n  faultline classify examples/evidence.jsonl\n  echo '{\"id\":\"r1\",\"provider_id\":\"claude-acp\",\"stderr\":\"API Error: 529 overloaded_error\"}' | faultline classify -"
+    )]
     Classify(classify::Args),
     /// Explain one classification: the text read, every rule that matched or was vetoed, the
     /// priority path to the winner, and the timing extraction.
+    #[command(
+        after_help = "Examples:\n  faultline explain '{\"provider_id\":\"claude-acp\",\"stderr\":\"API Error: 529 overloaded_error\"}'\n  faultline explain --all --now 2026-10-01T08:00:00Z < evidence.json"
+    )]
     Explain(explain::Args),
     /// Replay a JSON-lines log of recovery events and print each outcome and terminal verdict.
+    #[command(
+        after_help = "Examples:\n  faultline recover examples/recovery/claude-overloaded.jsonl\n  faultline recover --json --provider claude-acp - < events.jsonl"
+    )]
     Recover(recover::Args),
     /// Run every inline example and classification fixture; ends with `N passed, N failed`.
+    #[command(
+        after_help = "Examples:\n  faultline test\n  faultline test catalogue --fixtures fixtures/classify/claude.jsonl"
+    )]
     Test(test::Args),
     /// Run the ACP replay fixtures through the transport and recovery layers; ends with
     /// `N passed, N failed`. `replay capture` records a live agent turn as a fixture draft.
+    #[command(
+        after_help = "Examples:\n  faultline replay fixtures/replay\n  faultline replay fixtures/replay --explain claude-direct-matched"
+    )]
     Replay(replay::Args),
     /// Compile a catalogue into a bundle file.
+    #[command(
+        after_help = "Examples:\n  faultline build catalogue/ -o provider-errors.flb\n  faultline build catalogue/ -o provider-errors.flb --dfa-budget 16777216"
+    )]
     Build(build::Args),
     /// Show what a bundle holds: header, automata sizes, effective order.
+    #[command(after_help = "Example:\n  faultline inspect provider-errors.flb")]
     Inspect(inspect::Args),
     /// Print the effective priority order, or explain how two rules are ordered.
+    #[command(
+        after_help = "Examples:\n  faultline order catalogue/\n  faultline order catalogue/ http.529 anthropic.overloaded.529.v1"
+    )]
     Order(order::Args),
     /// Print the documentation of a diagnostic code, or list every code.
+    #[command(after_help = "Examples:\n  faultline diagnostic\n  faultline diagnostic FL0010")]
     Diagnostic(diagnostic::Args),
 }
 
