@@ -146,7 +146,7 @@ fn fmt_check_passes_on_the_catalogue_and_prints_a_diff_for_unformatted_files() {
         Some(0)
     );
 
-    let directory = tempdir();
+    let directory = common::scratch("fmt-check");
     let file = directory.join("messy.rules");
     std::fs::write(&file, "rule a.b.v1 {   code c\n  tier main }\n").unwrap();
     let path = file.to_str().unwrap();
@@ -196,20 +196,10 @@ fn diagnostic_prints_documentation_by_code_or_name() {
     assert_eq!(faultline(&["diagnostic", "FL9999"]).status.code(), Some(2));
 }
 
-fn tempdir() -> std::path::PathBuf {
-    let directory = std::env::temp_dir().join(format!(
-        "faultline-test-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&directory).unwrap();
-    directory
-}
-
 #[test]
 fn watch_mode_checks_again_after_an_edit() {
     use std::io::BufRead as _;
-    let directory = tempdir().join("watch");
+    let directory = common::scratch("watch");
     std::fs::create_dir_all(&directory).unwrap();
     let catalogue =
         std::fs::read_to_string(common::root().join("fixtures/valid/all-constructs.rules"))
@@ -490,7 +480,7 @@ fn explain_shows_a_vetoed_rule_and_a_rejected_hint() {
 
 #[test]
 fn the_built_in_catalogue_is_cached_and_a_corrupt_cache_is_rebuilt() {
-    let cache = tempdir().join("cache");
+    let cache = common::scratch("cache");
     let run = || {
         assert_cmd::Command::cargo_bin("faultline")
             .unwrap()
@@ -517,7 +507,7 @@ fn the_built_in_catalogue_is_cached_and_a_corrupt_cache_is_rebuilt() {
 
 #[test]
 fn explain_uses_the_cached_built_in_bundle_that_classify_uses() {
-    let cache = tempdir().join("explain-cache");
+    let cache = common::scratch("explain-cache");
     let run = |command: &str| {
         let mut process = assert_cmd::Command::cargo_bin("faultline").unwrap();
         process.env("FAULTLINE_CACHE_DIR", &cache).arg(command);
@@ -549,7 +539,7 @@ fn explain_uses_the_cached_built_in_bundle_that_classify_uses() {
 
 #[test]
 fn check_refuses_a_directory_without_rules_and_walks_a_link_loop_once() {
-    let directory = tempdir().join("walk");
+    let directory = common::scratch("walk");
     let _ = std::fs::remove_dir_all(&directory);
     std::fs::create_dir_all(directory.join("empty")).unwrap();
     let output = faultline(&["check", directory.join("empty").to_str().unwrap()]);
@@ -605,7 +595,7 @@ fn test_refuses_fixtures_that_are_missing_or_not_fixture_files() {
 
 #[test]
 fn classify_loads_a_built_bundle() {
-    let bundle = tempdir().join("provider-errors.flb");
+    let bundle = common::scratch("build").join("provider-errors.flb");
     let path = bundle.to_str().unwrap();
     assert_eq!(
         faultline(&["build", "catalogue/", "-o", path])
@@ -637,7 +627,7 @@ fn test_runs_examples_and_fixtures_and_ends_with_the_count() {
     assert!(passed.parse::<usize>().unwrap() > 140, "{last}");
     assert_eq!(failed, "0 failed");
 
-    let fixtures = tempdir().join("fixtures");
+    let fixtures = common::scratch("fixtures");
     std::fs::create_dir_all(&fixtures).unwrap();
     std::fs::write(
         fixtures.join("wrong.jsonl"),

@@ -19,10 +19,12 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 
+/// This binary's scratch directory (its bundle cache is shared by every case).
 fn scratch() -> PathBuf {
-    let directory = std::env::temp_dir().join(format!("faultline-hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    directory
+    static SCRATCH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    SCRATCH
+        .get_or_init(|| common::scratch("hostile-input"))
+        .clone()
 }
 
 /// One input line's bytes (without its newline).

@@ -20,12 +20,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// A cache directory shared by this binary's tests, so the built-in bundle is compiled once.
+/// The cache directory this binary's tests share, so the built-in bundle is compiled once.
 fn cache() -> PathBuf {
-    let directory =
-        std::env::temp_dir().join(format!("faultline-json-lines-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    directory
+    static CACHE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    CACHE
+        .get_or_init(|| common::scratch("json-lines-cache"))
+        .clone()
 }
 
 fn faultline() -> Command {

@@ -19,20 +19,9 @@ fn stderr(output: &std::process::Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
 
-/// A fresh directory for one test.
-fn tempdir(name: &str) -> PathBuf {
-    let directory = std::env::temp_dir().join(format!(
-        "faultline-replay-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&directory);
-    std::fs::create_dir_all(&directory).unwrap();
-    directory
-}
-
 /// A copy of `fixtures/replay/` in a fresh directory.
 fn corpus_copy(name: &str) -> PathBuf {
-    let directory = tempdir(name);
+    let directory = common::scratch(name);
     for entry in std::fs::read_dir(root().join("fixtures/replay")).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, directory.join(path.file_name().unwrap())).unwrap();
@@ -126,7 +115,7 @@ fn explain_shows_the_stream_the_projection_the_classification_and_the_decision_p
 
 #[test]
 fn capture_records_a_live_turn_as_a_draft_that_loads() {
-    let out = tempdir("capture").join("draft.json");
+    let out = common::scratch("capture").join("draft.json");
     let agent = assert_cmd::cargo::cargo_bin("faultline");
     let output = faultline(&[
         "replay",
@@ -178,7 +167,7 @@ fn capture_records_a_live_turn_as_a_draft_that_loads() {
 fn capture_refuses_a_draft_that_fails_the_lints() {
     // A session id that is a host path: the payload lints forbid it, so nothing is written.
     let agent = assert_cmd::cargo::cargo_bin("faultline");
-    let out = tempdir("refused").join("draft.json");
+    let out = common::scratch("refused").join("draft.json");
     let output = faultline(&[
         "replay",
         "capture",

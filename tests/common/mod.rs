@@ -12,6 +12,15 @@ pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A fresh, empty directory for one test (or one test binary), named after it.
+pub fn scratch(name: &str) -> PathBuf {
+    let directory =
+        std::env::temp_dir().join(format!("faultline-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&directory);
+    std::fs::create_dir_all(&directory).unwrap();
+    directory
+}
+
 /// Runs the `faultline` binary from the repository root.
 pub fn faultline(args: &[&str]) -> Output {
     assert_cmd::Command::cargo_bin("faultline")
