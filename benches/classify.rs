@@ -29,25 +29,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use criterion::{Criterion, Throughput};
+use faultline_compiler::Compilation;
 use faultline_compiler::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, TextMatcher};
 use faultline_compiler::priority::Priority;
 use faultline_compiler::reference::{Reference, field as text_field, guards_hold};
-use faultline_compiler::{Compilation, Compiler};
-use faultline_dsl::SourceProvider;
 use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, sanitize};
 use regex::{Regex, RegexSet};
 use serde_json::Value;
 
-struct FileSystem;
-
-impl SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
-}
-
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    faultline_testkit::root()
 }
 
 /// The winner as every engine reports it: the rule id and its remediation capture, if any.
@@ -833,11 +824,8 @@ struct Engines {
 }
 
 fn engines() -> Engines {
-    let root_file = root().join("catalogue/catalogue.rules");
-    let (loaded, _) = faultline_dsl::load(&root_file, &FileSystem).unwrap();
-    let compilation: Compilation = Compiler::new().compile(&loaded);
-    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
-    let bundle = Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap();
+    let compilation: Compilation = faultline_testkit::compile("catalogue/catalogue.rules");
+    let bundle = faultline_testkit::bundle_of(&compilation);
     let priority = compilation.priority.as_ref().unwrap();
     let reference = Reference::new(&compilation.catalogue, priority).unwrap();
     let plan = || Plan::new(&compilation.catalogue, priority);

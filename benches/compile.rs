@@ -15,22 +15,16 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use faultline_compiler::synthetic::synthetic_files;
 use faultline_compiler::{Compiler, Session};
-use faultline_dsl::{MemorySources, SourceProvider};
+use faultline_dsl::MemorySources;
 use faultline_runtime::Bundle;
 
-struct FileSystem;
-
-impl SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
-}
+use faultline_testkit::FileSystem;
 
 const SYNTHETIC_RULES: usize = 1000;
 const EDITED_RULE: usize = 500;
 
 fn repository_catalogue(c: &mut Criterion) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue/catalogue.rules");
+    let root = faultline_testkit::path("catalogue/catalogue.rules");
     c.bench_function("check/repository catalogue (full pipeline)", |b| {
         b.iter(|| {
             let (loaded, _) = faultline_dsl::load(&root, &FileSystem).unwrap();

@@ -43,6 +43,18 @@ fn every_cell_passes_both_layers_and_the_output_ends_with_the_count_line() {
 }
 
 #[test]
+fn an_unreadable_corpus_directory_is_a_load_error_naming_it() {
+    let output = faultline(&["replay", "fixtures/replay/does-not-exist"]);
+    assert_eq!(output.status.code(), Some(2));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("fixtures/replay/does-not-exist")
+            && errors.contains("cannot list the fixture directory"),
+        "{errors}"
+    );
+}
+
+#[test]
 fn a_missing_required_cell_is_a_load_error_naming_it() {
     let directory = corpus_copy("missing");
     std::fs::remove_file(directory.join("teamclaude-queued.json")).unwrap();
@@ -140,13 +152,13 @@ fn capture_records_a_live_turn_as_a_draft_that_loads() {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = std::fs::read_to_string(&out).unwrap();
-    let draft = faultline_acp::fixture::load_str("teamclaude-matched.json", &text).unwrap();
-    let original = faultline_acp::fixture::load_str(
+    let draft = faultline_replay::fixture::load_str("teamclaude-matched.json", &text).unwrap();
+    let original = faultline_replay::fixture::load_str(
         "teamclaude-matched.json",
         &std::fs::read_to_string(root().join("fixtures/replay/teamclaude-matched.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(draft.capture, faultline_acp::fixture::Capture::Recorded);
+    assert_eq!(draft.capture, faultline_replay::fixture::Capture::Recorded);
     assert!(draft.captured_at.is_some());
     assert_eq!(
         draft.source,

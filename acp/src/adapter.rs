@@ -58,6 +58,7 @@ enum Work {
     /// Signal once every earlier item has been handled.
     Barrier(oneshot::Sender<()>),
     /// Park the worker until released (or the hold is dropped).
+    #[cfg(feature = "worker-hold")]
     Hold {
         reached: oneshot::Sender<()>,
         release: oneshot::Receiver<()>,
@@ -90,13 +91,16 @@ impl AdapterEvents {
 }
 
 /// A hold on the adapter's update worker (see [`Adapter::hold_worker`]): updates queued behind
-/// it are not converted until it is released. Dropping it releases it.
+/// it are not converted until it is released. Dropping it releases it. A test hook of the
+/// replay tooling, behind the `worker-hold` feature.
+#[cfg(feature = "worker-hold")]
 #[derive(Debug)]
 pub struct WorkerHold {
     reached: Option<oneshot::Receiver<()>>,
     release: Option<oneshot::Sender<()>>,
 }
 
+#[cfg(feature = "worker-hold")]
 impl WorkerHold {
     /// Waits until the worker is parked at this hold (every item queued before it handled).
     /// Returns at once if the worker is gone.
@@ -178,6 +182,7 @@ impl std::fmt::Debug for Work {
         f.write_str(match self {
             Work::Update(_) => "Update",
             Work::Barrier(_) => "Barrier",
+            #[cfg(feature = "worker-hold")]
             Work::Hold { .. } => "Hold",
             Work::Stop => "Stop",
         })
@@ -227,6 +232,7 @@ impl Adapter {
     /// meanwhile queue up behind it. This is the test hook for the queued-diagnostic case
     /// (reference §E.3): a prompt's own drain barrier queues behind the hold too, so
     /// [`Adapter::prompt`] does not return while a hold posted before its failure is held.
+    #[cfg(feature = "worker-hold")]
     pub fn hold_worker(&self) -> WorkerHold {
         let (reached_tx, reached_rx) = oneshot::channel();
         let (release_tx, release_rx) = oneshot::channel();
@@ -391,6 +397,7 @@ impl Adapter {
                 Work::Barrier(done) => {
                     let _ = done.send(());
                 }
+                #[cfg(feature = "worker-hold")]
                 Work::Hold { reached, release } => {
                     let _ = reached.send(());
                     let _ = release.await;

@@ -8,11 +8,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use faultline_acp::capture::{CaptureError, CaptureRequest, capture_command, serve_stdio};
-use faultline_acp::fixture::{
-    AgentId, Case, Fixture, FixtureError, Gateway, Identity, load_dir, load_str, replay_recovery,
+use std::process::{Command, Stdio};
+
+use faultline_replay::capture::{
+    CaptureError, CaptureRequest, Draft, capture, read_into_pipe, serve, write_from_pipe,
 };
-use faultline_acp::transport::{Schedule, TransportCheck, check};
+use faultline_replay::fixture::{
+    AgentId, Case, Corpus, Fixture, FixtureError, Gateway, Identity, Lint, load_corpus, load_str,
+    replay_recovery,
+};
+use faultline_replay::transport::{Schedule, TransportCheck, check};
 use faultline_runtime::Bundle;
 use faultline_runtime::recovery::session::{Disposition, Event, Session};
 
@@ -92,6 +97,87 @@ struct ServeArgs {
     /// The fixture file to play.
     #[arg(value_name = "FIXTURE")]
     fixture: PathBuf,
+}
+
+/// Loads every `*.json` file of `directory` (other files are ignored) as the replay corpus,
+/// applying the document and corpus lints. Every error of every file is reported.
+fn load_dir(directory: &Path) -> Result<Corpus, Vec<FixtureError>> {
+    let shown = directory.display().to_string();
+    let unreadable = |name: String, field: &str, message: String| {
+        FixtureError::new(name, field, Lint::Unreadable, message)
+    };
+    let entries = std::fs::read_dir(directory).map_err(|error| {
+        vec![unreadable(
+            shown.clone(),
+            "(directory)",
+            format!("cannot list the fixture directory: {error}"),
+        )]
+    })?;
+    let mut errors = Vec::new();
+    let mut documents = Vec::new();
+    for entry in entries {
+        let path = match entry {
+            Ok(entry) => entry.path(),
+            Err(error) => {
+                errors.push(unreadable(
+                    shown.clone(),
+                    "(directory)",
+                    format!("cannot list an entry: {error}"),
+                ));
+                continue;
+            }
+        };
+        if path.extension().is_none_or(|extension| extension != "json") {
+            continue;
+        }
+        let name = path.display().to_string();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => documents.push((name, text)),
+            Err(error) => errors.push(unreadable(
+                name,
+                "(file)",
+                format!("cannot read the file: {error}"),
+            )),
+        }
+    }
+    match load_corpus(documents) {
+        Ok(corpus) if errors.is_empty() => Ok(corpus),
+        Ok(_) => Err(errors),
+        Err(more) => {
+            errors.extend(more);
+            Err(errors)
+        }
+    }
+}
+
+/// Spawns the agent (speaking ACP on stdio; its standard error is inherited), captures one
+/// prompt turn with it in `cwd`, then ends it. The outer error is about the process itself.
+fn capture_agent(
+    bundle: Arc<Bundle>,
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    request: &CaptureRequest,
+) -> std::io::Result<Result<Draft, CaptureError>> {
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let not_piped = || std::io::Error::other("the agent's standard streams are not piped");
+    let stdin = child.stdin.take().ok_or_else(not_piped)?;
+    let stdout = child.stdout.take().ok_or_else(not_piped)?;
+    let (incoming, reading) = read_into_pipe(stdout);
+    let (outgoing, writing) = write_from_pipe(stdin);
+    let captured = capture(bundle, incoming, outgoing, cwd, request);
+    // The turn is over: the agent is not needed any more.
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = reading.join();
+    let _ = writing.join();
+    Ok(captured)
 }
 
 pub fn run(args: &Args) -> Exit {
@@ -303,7 +389,7 @@ fn explain(bundle: &Arc<Bundle>, fixture: &Fixture) -> Exit {
     match fixture.steps() {
         Ok(steps) => {
             for step in steps {
-                let marked = step.token == Some(faultline_acp::fixture::Token::DiagnosticChunk);
+                let marked = step.token == Some(faultline_replay::fixture::Token::DiagnosticChunk);
                 let Some(event) = step.frame.adapter_event(marked) else {
                     continue;
                 };
@@ -388,7 +474,14 @@ fn run_capture(args: &CaptureArgs) -> Exit {
         captured_at: faultline_runtime::timing::format_instant(std::time::SystemTime::now()),
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    match capture_command(bundle, program, agent_args, &cwd, &request) {
+    let captured = match capture_agent(bundle, program, agent_args, &cwd, &request) {
+        Ok(captured) => captured,
+        Err(error) => {
+            err(&format!("error: cannot run the agent `{program}`: {error}"));
+            return Exit::Failure;
+        }
+    };
+    match captured {
         Ok(draft) => match &args.out {
             Some(path) => match std::fs::write(path, &draft.text) {
                 Ok(()) => {
@@ -466,7 +559,7 @@ fn run_serve(args: &ServeArgs) -> Exit {
             return Exit::Failure;
         }
     };
-    match serve_stdio(&fixture) {
+    match serve(&fixture, std::io::stdin(), std::io::stdout()) {
         Ok(()) => Exit::Clean,
         Err(error) => {
             err(&format!("error: {error}"));

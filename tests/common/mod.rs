@@ -1,16 +1,14 @@
 //! Helpers shared by the integration tests.
 #![allow(
     dead_code,
+    unused_imports,
     reason = "each test binary uses a different subset of the helpers"
 )]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// The repository root (the CLI package's manifest directory).
-pub fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+pub use faultline_testkit::{FileSystem, catalogue_bundle, root};
 
 /// A fresh, empty directory for one test (or one test binary), named after it.
 pub fn scratch(name: &str) -> PathBuf {
@@ -29,15 +27,6 @@ pub fn faultline(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-/// The repository's catalogue, compiled (it must check clean) and loaded as a bundle.
-pub fn catalogue_bundle() -> faultline_runtime::Bundle {
-    let (loaded, _) =
-        faultline_dsl::load(&root().join("catalogue/catalogue.rules"), &FileSystem).unwrap();
-    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
-    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
-    faultline_runtime::Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap()
 }
 
 /// Standard output as text.
@@ -89,13 +78,4 @@ pub fn apply_edits(
         text.replace_range(start..end, &insert);
     }
     text
-}
-
-/// Reads catalogue sources from the file system (the library does no I/O of its own).
-pub struct FileSystem;
-
-impl faultline_dsl::SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
 }

@@ -8,7 +8,8 @@
     clippy::expect_used,
     clippy::indexing_slicing,
     clippy::panic,
-    reason = "integration tests report failure by panicking"
+    clippy::disallowed_methods,
+    reason = "integration tests report failure by panicking, and read the repository's files"
 )]
 
 use std::path::Path;
@@ -16,9 +17,9 @@ use std::sync::{Arc, LazyLock};
 
 use faultline_acp::adapter::{Adapter, PromptOutcome};
 use faultline_acp::event::{AdapterEvent, ChunkRole};
-use faultline_acp::fixture::{Case, Fixture, Frame, Token, load_dir};
 use faultline_acp::pipe::pipe;
-use faultline_acp::transport::{FakeAgent, Schedule, check, replay};
+use faultline_replay::fixture::{Case, Fixture, Frame, Token, load_corpus};
+use faultline_replay::transport::{FakeAgent, Schedule, check, replay};
 use faultline_runtime::Bundle;
 use faultline_runtime::recovery::projection::ProjectionSource;
 use serde_json::json;
@@ -27,27 +28,11 @@ use serde_json::json;
 /// after a different number of scheduler yields.
 const QUEUED_CASE_ITERATIONS: usize = 6;
 
-struct FileSystem;
-
-impl faultline_dsl::SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
-}
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
-}
-
-static BUNDLE: LazyLock<Arc<Bundle>> = LazyLock::new(|| {
-    let (loaded, _) =
-        faultline_dsl::load(&root().join("catalogue/catalogue.rules"), &FileSystem).unwrap();
-    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
-    Arc::new(Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap())
-});
+static BUNDLE: LazyLock<Arc<Bundle>> =
+    LazyLock::new(|| Arc::new(faultline_testkit::catalogue_bundle()));
 
 fn corpus() -> Vec<Fixture> {
-    match load_dir(root().join("fixtures/replay")) {
+    match load_corpus(faultline_testkit::documents("fixtures/replay", "json")) {
         Ok(corpus) => corpus.fixtures().to_vec(),
         Err(errors) => panic!(
             "the corpus does not load:\n{}",

@@ -7,8 +7,8 @@
 //! consume the same file: the ACP transport layer (a real connection through the adapter,
 //! elsewhere in this crate) and the recovery-evidence layer ([`replay_recovery`]).
 //!
-//! - [`load_dir`] / [`load_corpus`] / [`load_str`]: decode and lint, reporting every error with
-//!   its file, field and fix ([`FixtureError`], [`Lint`]);
+//! - [`load_corpus`] / [`load_str`]: decode and lint documents (the caller reads the files),
+//!   reporting every error with its file, field and fix ([`FixtureError`], [`Lint`]);
 //! - [`Fixture`] and its parts: the validated document; [`Fixture::steps`] walks frames and
 //!   expected tokens in lockstep, [`Expect::streamed`] is what the adapter's stream must carry
 //!   before the prompt returns, [`ExpectedProjection::mismatches`] compares a projection;
@@ -26,7 +26,7 @@ pub use document::{
     LockstepError, Step, Token, ToolStatus,
 };
 pub use lint::{FixtureError, Level, Lint, markdown_table as lints_markdown_table};
-pub use load::{Corpus, corpus_dir, load_corpus, load_dir, load_str, missing_required_cells};
+pub use load::{Corpus, load_corpus, load_str, missing_required_cells};
 pub use replay::{
     REPLAY_INSTANT, RecoveryOutcome, ReplayError, classify_projection, replay_recovery,
     replay_recovery_in,

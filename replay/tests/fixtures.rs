@@ -7,7 +7,8 @@
     clippy::expect_used,
     clippy::indexing_slicing,
     clippy::panic,
-    reason = "integration tests report failure by panicking"
+    clippy::disallowed_methods,
+    reason = "integration tests report failure by panicking, and read the repository's files"
 )]
 
 use std::collections::BTreeSet;
@@ -15,60 +16,32 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use faultline_acp::event::ChunkRole;
-use faultline_acp::fixture::{
+use faultline_replay::fixture::{
     AgentId, Capture, Case, Cell, Fixture, FixtureError, Frame, Gateway, Lint, Token,
-    classify_projection, corpus_dir, forbidden, lints_markdown_table, load_corpus, load_dir,
-    load_str, missing_required_cells, replay_recovery, replay_recovery_in,
+    classify_projection, forbidden, lints_markdown_table, load_corpus, load_str,
+    missing_required_cells, replay_recovery, replay_recovery_in,
 };
 use faultline_runtime::Bundle;
 use faultline_runtime::recovery::projection::project_prompt_error;
 use faultline_runtime::recovery::session::{Claim, Event, Role, Session, diagnostic_candidate};
 use serde_json::{Value, json};
 
-struct FileSystem;
-
-impl faultline_dsl::SourceProvider for FileSystem {
-    fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
-    }
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+fn root() -> &'static Path {
+    faultline_testkit::root()
 }
 
 fn replay_dir() -> PathBuf {
-    corpus_dir()
+    root().join("fixtures/replay")
 }
 
-static BUNDLE: LazyLock<Bundle> = LazyLock::new(|| {
-    let (loaded, _) =
-        faultline_dsl::load(&root().join("catalogue/catalogue.rules"), &FileSystem).unwrap();
-    let compilation = faultline_compiler::Compiler::new().compile(&loaded);
-    Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap()
-});
+static BUNDLE: LazyLock<Bundle> = LazyLock::new(faultline_testkit::catalogue_bundle);
 
 fn corpus_files() -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = std::fs::read_dir(replay_dir())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
-        .map(|path| {
-            (
-                format!(
-                    "fixtures/replay/{}",
-                    path.file_name().unwrap().to_string_lossy()
-                ),
-                std::fs::read_to_string(&path).unwrap(),
-            )
-        })
-        .collect();
-    files.sort();
-    files
+    faultline_testkit::documents("fixtures/replay", "json")
 }
 
 fn corpus() -> Vec<Fixture> {
-    match load_dir(replay_dir()) {
+    match load_corpus(corpus_files()) {
         Ok(corpus) => corpus.fixtures().to_vec(),
         Err(errors) => panic!("the corpus does not load:\n{}", render(&errors)),
     }
@@ -325,7 +298,7 @@ fn generated_region(name: &str, expected: &str) {
         &text[from..to],
         expected,
         "{DOCS}'s `{name}` table differs from the code; regenerate it with \
-         FAULTLINE_BLESS_DOCS=1 cargo test -p faultline-acp --test fixtures"
+         FAULTLINE_BLESS_DOCS=1 cargo test -p faultline-replay --test fixtures"
     );
 }
 
@@ -788,7 +761,12 @@ fn every_document_lint_rejects_its_case() {
     let covered: BTreeSet<Lint> = document_cases().into_iter().collect();
     let corpus: BTreeSet<Lint> = corpus_cases().into_iter().collect();
     let all: BTreeSet<Lint> = covered.union(&corpus).copied().collect();
-    let untested: Vec<&Lint> = Lint::ALL.iter().filter(|l| !all.contains(l)).collect();
+    // An unreadable file or directory is reported by whoever reads the files: the command line
+    // (`tests/replay.rs`), not this library.
+    let untested: Vec<&Lint> = Lint::ALL
+        .iter()
+        .filter(|l| !all.contains(l) && **l != Lint::Unreadable)
+        .collect();
     assert!(
         untested.is_empty(),
         "lints without a negative test: {untested:?}"
@@ -1166,21 +1144,14 @@ fn corpus_cases() -> Vec<Lint> {
         22
     );
 
-    // An unreadable directory.
-    let errors = load_dir(root().join("fixtures/replay/does-not-exist")).unwrap_err();
-    covered.push(corpus_fails(
-        &errors,
-        Lint::Unreadable,
-        "(directory)",
-        &["does-not-exist"],
-    ));
-
     covered
 }
 
 #[test]
 fn every_corpus_lint_rejects_its_case() {
-    assert_eq!(corpus_cases().len(), 7);
+    // The seventh, an unreadable directory, is the command line's to report (the library reads
+    // no files): `tests/replay.rs`.
+    assert_eq!(corpus_cases().len(), 6);
 }
 
 #[test]

@@ -30,10 +30,10 @@ use faultline_runtime::{Bundle, Classification};
 use futures::channel::oneshot;
 use futures::io::{AsyncRead, AsyncWrite};
 
-use crate::adapter::{Adapter, AdapterError, PromptOutcome};
-use crate::event::{AdapterEvent, ChunkRole};
 use crate::fixture::{Fixture, Frame, Token, classify_projection};
-use crate::pipe::pipe;
+use faultline_acp::adapter::{Adapter, AdapterError, PromptOutcome};
+use faultline_acp::event::{AdapterEvent, ChunkRole};
+use faultline_acp::pipe::pipe;
 
 /// Why a replay could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,21 +17,20 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use faultline_runtime::Bundle;
 use faultline_runtime::recovery::projection::ProjectionSource;
 
-use crate::adapter::{Adapter, AdapterError, PromptOutcome};
-use crate::event::AdapterEvent;
 use crate::fixture::{
     AgentId, Capture, Case, Expect, ExpectedProjection, Fixture, FixtureError, Frame, Gateway,
     Identity, Token, classify_projection, load_str, replay_recovery,
 };
-use crate::pipe::{PipeReader, PipeWriter, pipe};
 use crate::transport::{FakeAgent, TransportError};
+use faultline_acp::adapter::{Adapter, AdapterError, PromptOutcome};
+use faultline_acp::event::AdapterEvent;
+use faultline_acp::pipe::{PipeReader, PipeWriter, pipe};
 
 /// What to capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,9 +54,6 @@ pub struct CaptureRequest {
 /// Why a capture produced no draft.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
-    /// The agent could not be spawned or talked to.
-    #[error("cannot run the agent: {0}")]
-    Spawn(#[from] std::io::Error),
     /// The ACP connection failed.
     #[error(transparent)]
     Adapter(#[from] AdapterError),
@@ -78,46 +74,21 @@ pub struct Draft {
     pub text: String,
 }
 
-/// Spawns `program` with `args` (the agent, speaking ACP on stdio; its standard error is
-/// inherited), captures one prompt turn in `cwd`, then ends the agent.
-pub fn capture_command(
+/// Captures one prompt turn with an agent reached through `incoming` (what the agent writes)
+/// and `outgoing` (what it reads), in `cwd`. The caller owns the agent: it starts it, connects
+/// its streams (for a process, with [`read_into_pipe`] and [`write_from_pipe`]) and ends it once
+/// this returns.
+pub fn capture(
     bundle: Arc<Bundle>,
-    program: &str,
-    args: &[String],
+    incoming: PipeReader,
+    outgoing: PipeWriter,
     cwd: &Path,
     request: &CaptureRequest,
 ) -> Result<Draft, CaptureError> {
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| missing("standard input"))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| missing("standard output"))?;
-    let (incoming, reading) = read_into_pipe(stdout);
-    let (outgoing, writing) = write_from_pipe(stdin);
     let (adapter, mut events) = Adapter::new(bundle, request.agent_id.as_str());
     let outcome =
-        futures::executor::block_on(adapter.prompt(outgoing, incoming, &request.prompt, cwd));
-    // The turn is over: the agent is not needed any more.
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = reading.join();
-    let _ = writing.join();
-    let outcome = outcome?;
+        futures::executor::block_on(adapter.prompt(outgoing, incoming, &request.prompt, cwd))?;
     draft(&adapter, &events.drain(), &outcome, request)
-}
-
-fn missing(what: &str) -> std::io::Error {
-    std::io::Error::other(format!("the agent's {what} is not piped"))
 }
 
 /// Builds the draft of a captured turn from the adapter's events and the prompt's outcome, and
@@ -264,15 +235,20 @@ pub fn write_from_pipe(mut writer: impl Write + Send + 'static) -> (PipeWriter, 
     (pipe_writer, thread)
 }
 
-/// Serves `fixture`'s frames as a fake ACP agent on this process's standard input and output
-/// until the client hangs up (a stand-in agent for trying the capture path and ACP clients).
-pub fn serve_stdio(fixture: &Fixture) -> Result<(), TransportError> {
+/// Serves `fixture`'s frames as a fake ACP agent on `input` and `output` (for a stand-in agent
+/// on standard streams, to try the capture path and ACP clients) until the client hangs up.
+pub fn serve(
+    fixture: &Fixture,
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+) -> Result<(), TransportError> {
     let agent = FakeAgent::new(fixture.identity.session_id.clone(), &fixture.frames)?;
-    let (incoming, reading) = read_into_pipe(std::io::stdin());
-    let (outgoing, writing) = write_from_pipe(std::io::stdout());
+    let (incoming, reading) = read_into_pipe(input);
+    let (outgoing, writing) = write_from_pipe(output);
     let served = futures::executor::block_on(agent.serve(incoming, outgoing));
     let _ = writing.join();
-    // The reading thread may block on standard input; it ends with the process.
+    // The reading thread may block on its input (standard input, say); it ends with the
+    // process.
     drop(reading);
     served
 }
