@@ -5,13 +5,48 @@ use std::path::{Path, PathBuf};
 
 use faultline_dsl::SourceProvider;
 
-/// Reads sources from the file system.
+/// Reads sources from the file system. It resolves symbolic links for the loader, which
+/// reads only files whose real location is inside the real directory of the catalogue's root
+/// file (FL0037 otherwise, the target never opened); see `faultline_dsl::SourceProvider`.
 #[derive(Debug, Default)]
 pub struct FileSystem;
 
 impl SourceProvider for FileSystem {
     fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)?;
+        String::from_utf8(bytes).map_err(|error| {
+            // The position only: nothing of a file that is not text is ever shown.
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "it is not UTF-8 (invalid byte at offset {})",
+                    error.utf8_error().valid_up_to()
+                ),
+            )
+        })
+    }
+
+    fn resolve(&self, path: &Path) -> std::io::Result<PathBuf> {
+        // The canonical path: absolute, no `.`/`..`, every symbolic link followed (stat and
+        // readlink only; nothing is opened).
+        let path = if path.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            path
+        };
+        std::fs::canonicalize(path)
+    }
+}
+
+impl FileSystem {
+    /// Whether `path` really lies inside `directory`, symbolic links resolved: the
+    /// confinement the loader applies to includes, for commands that walk a directory
+    /// themselves (`fmt`), so that a link found there never leads them to read or write a file
+    /// elsewhere.
+    pub fn is_inside(directory: &Path, path: &Path) -> std::io::Result<bool> {
+        Ok(FileSystem
+            .resolve(path)?
+            .starts_with(FileSystem.resolve(directory)?))
     }
 }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use faultline_dsl::{FormatError, SourceFile, render};
 
-use super::files::{self};
+use super::files::{self, FileSystem};
 use super::{Exit, err, out};
 
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,27 @@ pub fn run(args: &Args) -> Exit {
     for path in &args.paths {
         if path.is_dir() {
             match files::rules_files(path) {
-                Ok(found) => targets.extend(found),
+                Ok(found) => {
+                    for file in found {
+                        // A symbolic link found under the directory must not lead `fmt` to
+                        // read, or rewrite, a file outside it.
+                        match FileSystem::is_inside(path, &file) {
+                            Ok(true) => targets.push(file),
+                            Ok(false) => {
+                                io_failures += 1;
+                                err(&format!(
+                                    "error: `{}` is a symbolic link to a file outside `{}`; not formatted",
+                                    file.display(),
+                                    path.display()
+                                ));
+                            }
+                            Err(error) => {
+                                io_failures += 1;
+                                err(&files::describe_io(&file, &error));
+                            }
+                        }
+                    }
+                }
                 Err(error) => {
                     io_failures += 1;
                     err(&files::describe_io(path, &error));

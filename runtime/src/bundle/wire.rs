@@ -57,7 +57,7 @@ pub struct Header {
     pub format_version: u16,
     /// Minimum reader version.
     pub min_reader_version: u16,
-    /// SHA-256 of every byte of the file but this field's ([`HASH_RANGE`]). [`write`] computes
+    /// SHA-256 of every byte of the file but this field's ([`HASH_RANGE`]). [`write()`] computes
     /// it and ignores the value given.
     pub content_hash: [u8; 32],
     /// SHA-256 of the catalogue sources.
