@@ -132,7 +132,7 @@ fn display_directory(path: &Path) -> String {
 /// than tab, line feed, carriage return or form feed (a NUL byte marks a binary file; escape
 /// sequences would reach the terminal if the text were quoted). Names the position, never the
 /// content.
-fn not_text(text: &str) -> Option<String> {
+fn non_text_reason(text: &str) -> Option<String> {
     let (index, character) = text
         .char_indices()
         .find(|(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{c}'))?;
@@ -293,7 +293,7 @@ impl Loader<'_, '_> {
                 continue;
             }
             match self.sources.read(&real) {
-                Ok(text) => match not_text(&text) {
+                Ok(text) => match non_text_reason(&text) {
                     Some(reason) => self.not_text(&source, include.span, &target, &reason),
                     None => self.visit(target, &relative_target, real, text),
                 },
