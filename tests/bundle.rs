@@ -17,11 +17,13 @@ use faultline_dsl::load;
 use faultline_runtime::bundle::wire;
 use faultline_runtime::{Bundle, BundleError, Evidence};
 use proptest::prelude::*;
-use sha2::{Digest, Sha256};
 
 fn build(directory: &str) -> Vec<u8> {
-    let root = common::root().join(directory).join("catalogue.rules");
-    let (loaded, diagnostics) = load(&root, &FileSystem).unwrap();
+    build_root(&common::root().join(directory).join("catalogue.rules"))
+}
+
+fn build_root(root: &std::path::Path) -> Vec<u8> {
+    let (loaded, diagnostics) = load(root, &FileSystem).unwrap();
     assert!(diagnostics.is_empty());
     let compilation = faultline_compiler::Compiler::new().compile(&loaded);
     assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
@@ -32,15 +34,19 @@ use common::FileSystem;
 
 static CATALOGUE: LazyLock<Vec<u8>> = LazyLock::new(|| build("catalogue"));
 
+/// A small bundle (seven rules, several automata; tens of kilobytes rather than megabytes), for
+/// the tests that load thousands of damaged copies: every load hashes the whole file.
+static SMALL: LazyLock<Vec<u8>> =
+    LazyLock::new(|| build_root(&common::root().join("fixtures/valid/all-constructs.rules")));
+
 fn header_len(bytes: &[u8]) -> usize {
     u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize
 }
 
-/// Recomputes the content hash, so that damage to the body reaches the deeper validation.
+/// Recomputes the content hash, so that deliberate damage reaches the deeper validation.
 fn rehash(bytes: &mut [u8]) {
-    let start = header_len(bytes).min(bytes.len());
-    let hash: [u8; 32] = Sha256::digest(&bytes[start..]).into();
-    bytes[24..56].copy_from_slice(&hash);
+    let hash = wire::content_hash(bytes).unwrap();
+    bytes[wire::HASH_RANGE].copy_from_slice(&hash);
 }
 
 #[test]
@@ -67,10 +73,15 @@ fn truncated_bundles_are_refused() {
         Err(BundleError::Truncated { .. })
     ));
     assert!(matches!(
-        Bundle::from_bytes(&bytes[..header_len(bytes) - 1]),
+        Bundle::from_bytes(&bytes[..87]),
         Err(BundleError::Truncated { .. })
     ));
-    // Cut inside the body: the content hash no longer matches.
+    // Cut inside the header strings or the body: the content hash, over the whole file, no
+    // longer matches (no byte but the versioned prefix is read before the hash is checked).
+    assert_eq!(
+        Bundle::from_bytes(&bytes[..header_len(bytes) - 1]).unwrap_err(),
+        BundleError::HashMismatch
+    );
     assert_eq!(
         Bundle::from_bytes(&bytes[..bytes.len() - 1]).unwrap_err(),
         BundleError::HashMismatch
@@ -122,10 +133,16 @@ fn version_bumps_are_refused() {
         Bundle::from_bytes(&too_old),
         Err(BundleError::TooOld { .. })
     ));
-    // The regex-automata version lives in the header strings: "0.4" becomes "9.4".
+    // The regex-automata version lives in the header strings: "0.4" becomes "9.4". Unsealed,
+    // that is damage; resealed, it is a bundle of another regex-automata.
     let mut other_automata = CATALOGUE.clone();
     let at = other_automata.windows(3).position(|w| w == b"0.4").unwrap();
     other_automata[at] = b'9';
+    assert_eq!(
+        Bundle::from_bytes(&other_automata).unwrap_err(),
+        BundleError::HashMismatch
+    );
+    rehash(&mut other_automata);
     assert!(matches!(
         Bundle::from_bytes(&other_automata),
         Err(BundleError::RegexAutomataVersion { .. })
@@ -154,6 +171,14 @@ proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         prop_assert!(Bundle::from_bytes(&bytes).is_err());
+    }
+
+    #[test]
+    fn any_single_byte_change_is_refused(at in any::<prop::sample::Index>(), mask in 1u8..=255) {
+        let mut bytes = SMALL.clone();
+        let at = at.index(bytes.len());
+        bytes[at] ^= mask;
+        prop_assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), expected_refusal(&bytes, at));
     }
 
     #[test]
@@ -199,4 +224,206 @@ fn a_section_offset_near_the_end_of_the_address_space_is_refused_not_overflowed(
     bytes[body + 8..body + 16].copy_from_slice(&0u64.to_le_bytes());
     rehash(&mut bytes);
     assert!(Bundle::from_bytes(&bytes).is_err());
+}
+
+/// What the reader must answer for `bytes`, a copy of the catalogue's bundle with the byte at
+/// `at` changed: the versioned prefix is judged as such, every other byte by the content hash.
+fn expected_refusal(bytes: &[u8], at: usize) -> BundleError {
+    let u16_at = |offset: usize| u16::from_le_bytes([bytes[offset], bytes[offset + 1]]);
+    match at {
+        0..8 => BundleError::BadMagic,
+        8..10 if u16_at(8) < wire::OLDEST_READABLE_VERSION => BundleError::TooOld {
+            format_version: u16_at(8),
+            oldest_readable: wire::OLDEST_READABLE_VERSION,
+        },
+        10..12 if u16_at(10) > wire::READER_VERSION => BundleError::TooNew {
+            format_version: u16_at(8),
+            min_reader_version: u16_at(10),
+            reader_version: wire::READER_VERSION,
+        },
+        _ => BundleError::HashMismatch,
+    }
+}
+
+/// Every single-bit flip, and inverting the byte.
+const EVERY_BIT: [u8; 9] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF];
+
+/// Changes the byte at `at` of `original` by each mask and checks that each copy is refused
+/// with the error for where the byte is.
+fn assert_every_change_is_refused(original: &[u8], at: usize, masks: &[u8]) {
+    for mask in masks {
+        let mut bytes = original.to_vec();
+        bytes[at] ^= mask;
+        let expected = expected_refusal(&bytes, at);
+        match Bundle::from_bytes(&bytes) {
+            Ok(bundle) => panic!(
+                "byte {at} ^ {mask:#04x} was accepted (catalogue version `{}`)",
+                bundle.header().catalogue_version
+            ),
+            Err(error) => assert_eq!(error, expected, "byte {at} ^ {mask:#04x}"),
+        }
+    }
+}
+
+#[test]
+fn every_byte_of_the_header_is_covered_by_the_integrity_check() {
+    // Regression (issue 10, item 14): format 2 hashed only the body, so a changed format
+    // version, manifest hash, catalogue name, compiler version or catalogue version loaded, and
+    // the corrupted catalogue version was stamped on every classification.
+    let header = header_len(&SMALL);
+    assert!(header > 88, "the header holds its strings");
+    for at in 0..header {
+        assert_every_change_is_refused(&SMALL, at, &EVERY_BIT);
+    }
+    // The shipped catalogue's header (other strings, other length), one change per byte: each
+    // load hashes its megabytes.
+    for at in 0..header_len(&CATALOGUE) {
+        assert_every_change_is_refused(&CATALOGUE, at, &[0xFF]);
+    }
+}
+
+#[test]
+fn a_sample_of_body_bytes_is_covered_by_the_integrity_check() {
+    let bytes = &*SMALL;
+    let header = header_len(bytes);
+    let sections = u32::from_le_bytes(bytes[20..24].try_into().unwrap()) as usize;
+    let table_end = header + 16 * sections;
+    assert!(sections >= 3, "a model and several automata");
+    // The whole section table, the first and last byte of every section, and 512 bytes spread
+    // evenly over the body: deterministic, so a failure names a byte that can be looked at.
+    let mut sample: Vec<usize> = (header..table_end).collect();
+    for section in 0..sections {
+        let entry = header + 16 * section;
+        let offset = u64::from_le_bytes(bytes[entry..entry + 8].try_into().unwrap()) as usize;
+        let len = u64::from_le_bytes(bytes[entry + 8..entry + 16].try_into().unwrap()) as usize;
+        sample.extend([header + offset, header + offset + len - 1]);
+    }
+    let body = bytes.len() - header;
+    sample.extend((0..512).map(|k| header + k * body / 512));
+    sample.push(bytes.len() - 1);
+    sample.sort_unstable();
+    sample.dedup();
+    for at in sample {
+        assert_every_change_is_refused(bytes, at, &EVERY_BIT);
+    }
+}
+
+#[test]
+fn bytes_added_or_removed_anywhere_are_refused() {
+    let bytes = &*CATALOGUE;
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(
+        Bundle::from_bytes(&longer).unwrap_err(),
+        BundleError::HashMismatch
+    );
+    for at in [12, 30, 60, 90, header_len(bytes), bytes.len() / 2] {
+        let mut shorter = bytes.clone();
+        shorter.remove(at);
+        assert!(Bundle::from_bytes(&shorter).is_err(), "byte {at} removed");
+        let mut inserted = bytes.clone();
+        inserted.insert(at, 0);
+        assert!(
+            Bundle::from_bytes(&inserted).is_err(),
+            "byte inserted at {at}"
+        );
+    }
+}
+
+#[test]
+fn a_changed_catalogue_version_is_refused_not_stamped_on_classifications() {
+    let mut bytes = CATALOGUE.clone();
+    let version = b"provider-errors.v1";
+    let at = bytes
+        .windows(version.len())
+        .position(|window| window == version)
+        .unwrap();
+    bytes[at + version.len() - 1] = b'7';
+    assert_eq!(
+        Bundle::from_bytes(&bytes).unwrap_err(),
+        BundleError::HashMismatch
+    );
+}
+
+#[test]
+fn a_format_2_bundle_is_refused_as_too_old_and_a_format_3_reader_is_required() {
+    let bundle = Bundle::from_bytes(&CATALOGUE).unwrap();
+    assert_eq!(bundle.header().format_version, wire::FORMAT_VERSION);
+    assert_eq!(bundle.header().min_reader_version, wire::READER_VERSION);
+    let mut old = CATALOGUE.clone();
+    old[8..10].copy_from_slice(&2u16.to_le_bytes());
+    old[10..12].copy_from_slice(&1u16.to_le_bytes());
+    assert_eq!(
+        Bundle::from_bytes(&old).unwrap_err(),
+        BundleError::TooOld {
+            format_version: 2,
+            oldest_readable: 3
+        }
+    );
+}
+
+/// The numbers `docs/bundle.md` states right after `phrase` (the page states each as
+/// `phrase N`).
+fn stated_after(page: &str, phrase: &str) -> Vec<u16> {
+    page.match_indices(phrase)
+        .map(|(index, _)| {
+            let digits: String = page[index + phrase.len()..]
+                .trim_start_matches(['*', '`', ' ', '\n'])
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits
+                .parse()
+                .unwrap_or_else(|_| panic!("docs/bundle.md: no number after `{phrase}`"))
+        })
+        .collect()
+}
+
+#[test]
+fn docs_state_the_versions_and_hash_range_of_the_code() {
+    // Regression (issue 10, item 23): the page said "this release writes 1" while the code wrote
+    // format 2. Every version the page states is checked against the constants.
+    let page = std::fs::read_to_string(common::root().join("docs/bundle.md")).unwrap();
+    let cases = [
+        ("writes format", wire::FORMAT_VERSION),
+        ("only with reader version", wire::READER_VERSION),
+        ("oldest readable format", wire::OLDEST_READABLE_VERSION),
+    ];
+    for (phrase, constant) in cases {
+        let stated = stated_after(&page, phrase);
+        assert!(
+            !stated.is_empty(),
+            "docs/bundle.md never states `{phrase} N`"
+        );
+        assert!(
+            stated.iter().all(|n| *n == constant),
+            "docs/bundle.md states `{phrase}` {stated:?}; the code says {constant}"
+        );
+    }
+    let hash_row = format!(
+        "| {} | {} | content hash",
+        wire::HASH_RANGE.start,
+        wire::HASH_RANGE.len()
+    );
+    assert!(
+        page.contains(&hash_row),
+        "docs/bundle.md's layout has no row `{hash_row}`"
+    );
+    // `faultline inspect` prints the versions the page states.
+    let directory = std::env::temp_dir().join(format!("faultline-bundle-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let path = directory.join("catalogue.flb");
+    std::fs::write(&path, &*CATALOGUE).unwrap();
+    let inspected = common::faultline(&["inspect", path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&directory).unwrap();
+    let expected = format!(
+        "format            {} (needs reader {})",
+        wire::FORMAT_VERSION,
+        wire::READER_VERSION
+    );
+    assert!(
+        common::stdout(&inspected).contains(&expected),
+        "inspect does not print `{expected}`:\n{}",
+        common::stdout(&inspected)
+    );
 }

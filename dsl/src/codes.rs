@@ -282,6 +282,21 @@ diagnostic_codes! {
     ///
     /// Fix: write placeholders such as `<release-date>` or `<package>` for the values.
     UnsafeExcerpt = "0036", "unsafe-excerpt", Error, "fixed excerpt is not redaction-clean";
+    /// An `include` leaves the catalogue's directory (the directory of its root file): its path
+    /// is absolute, its `..` components climb above that directory, or it resolves through a
+    /// symbolic link to a file outside it. The file is not read, so nothing of it can appear
+    /// in a diagnostic: a catalogue checked in CI may come from an untrusted pull request, and
+    /// checking it must not read other files of the machine.
+    ///
+    /// Fix: move the file into the catalogue's directory (or below it) and include it by a
+    /// path relative to the including file.
+    IncludeEscapesRoot = "0037", "include-escapes-root", Error, "include leaves the catalogue's directory";
+    /// An included file is not text: it is not UTF-8, or it holds a control character other
+    /// than tab, line feed, carriage return or form feed (a NUL byte marks a binary file). It
+    /// is not parsed, and none of its content is shown.
+    ///
+    /// Fix: include only `.rules` source files; correct the path.
+    IncludeNotText = "0038", "include-not-text", Error, "included file is not text";
     /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
     /// message lists the cycle; the labels show each relation on it.
     ///
@@ -353,16 +368,23 @@ pub fn registry_markdown() -> String {
          in `fixtures/diagnostics/`, named `<CODE>-<what>.rules`.\n\n\
          ## Output formats\n\n\
          `faultline check --format FORMAT` renders the same diagnostics four ways:\n\n\
-         - `human` (default): reports with the source underlined, for terminals.\n\
+         - `human` (default): reports with the source underlined, for terminals. A syntax error\n  \
+         shows only its own line (the file may not be `.rules` text at all); other reports show a\n  \
+         line of context around the underlined text.\n\
          - `json`: one document `{\"version\": 1, \"diagnostics\": [...], \"summary\": {\"errors\": N, \"warnings\": N}}`.\n  \
          Each diagnostic has `code`, `name`, `severity`, `message`, `file`, `start` and `end` (each\n  \
-         `{line, column, offset}`, 1-based lines and character columns, byte offsets), `labels` (each\n  \
-         with `file`, `start`, `end`, the underlined `text`, its `message` and `primary`), `help` and\n  \
-         `notes`.\n\
-         - `sarif`: a SARIF 2.1.0 log; every code is a rule of the `faultline` driver, columns count\n  \
-         Unicode code points, and the help line is part of each result's message.\n\
+         `{line, column, offset}`: 1-based lines, 1-based columns counted in characters (Unicode\n  \
+         scalar values), 0-based byte offsets; `end` is one past the last underlined character),\n  \
+         `labels` (each with `file`, `start`, `end`, the underlined `text`, its `message` and\n  \
+         `primary`), `help` and `notes`.\n\
+         - `sarif`: a SARIF 2.1.0 log; every code is a rule of the `faultline` driver, and the help\n  \
+         line is part of each result's message. The run declares `columnKind` `utf16CodeUnits`\n  \
+         (SARIF's default): `startColumn`, `endColumn` (one past the region), `charOffset` and\n  \
+         `charLength` all count UTF-16 code units, so a character outside the Basic Multilingual\n  \
+         Plane, such as an emoji, counts two.\n\
          - `github`: one GitHub Actions workflow command per diagnostic, so that findings appear as\n  \
-         annotations on a pull request.\n\n\
+         annotations on a pull request; `line`, `col`, `endLine` and `endColumn` are those of the\n  \
+         JSON format's `start` and `end` (columns in characters).\n\n\
          ## Codes\n\n\
          | Code | Name | Severity | Title |\n|---|---|---|---|\n",
     );

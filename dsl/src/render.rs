@@ -31,9 +31,17 @@ pub fn human(diagnostic: &Diagnostic, options: HumanOptions) -> String {
     } else {
         miette::GraphicalTheme::unicode_nocolor()
     };
+    // A syntax error may be in a file that is not `.rules` text at all (an include gone
+    // astray): it shows only the offending line, never the lines around it.
+    let context_lines = if diagnostic.code() == Code::SyntaxError {
+        0
+    } else {
+        1
+    };
     let handler = miette::GraphicalReportHandler::new_themed(theme)
         .with_width(options.width)
-        .with_links(false);
+        .with_links(false)
+        .with_context_lines(context_lines);
     let mut out = String::new();
     let view = MietteView::new(diagnostic);
     if handler.render_report(&mut out, &view).is_err() {
@@ -101,16 +109,23 @@ pub fn json(diagnostics: &[Diagnostic]) -> String {
     serde_json::to_string_pretty(&document).unwrap_or_default()
 }
 
+/// SARIF's unit for columns and character offsets: its default, declared explicitly, so that a
+/// consumer that ignores `columnKind` counts as this log does.
+const SARIF_COLUMN_KIND: &str = "utf16CodeUnits";
+
 fn sarif_region(label: &Label) -> Value {
-    let start = label.file().line_column(label.span().start);
-    let end = label.file().line_column(label.span().end);
+    let file = label.file();
+    let span = label.span();
+    let start = file.utf16_line_column(span.start);
+    let end = file.utf16_line_column(span.end);
+    let char_offset = file.utf16_offset(span.start);
     json!({
         "startLine": start.line,
         "startColumn": start.column,
         "endLine": end.line,
         "endColumn": end.column,
-        "charOffset": label.span().start,
-        "charLength": label.span().len(),
+        "charOffset": char_offset,
+        "charLength": file.utf16_offset(span.end).saturating_sub(char_offset),
         "snippet": { "text": label.text() },
     })
 }
@@ -185,7 +200,7 @@ pub fn sarif(diagnostics: &[Diagnostic], tool_version: &str) -> String {
                 "informationUri": "https://example.invalid/faultline/docs/diagnostics.md",
                 "rules": rules,
             }},
-            "columnKind": "unicodeCodePoints",
+            "columnKind": SARIF_COLUMN_KIND,
             "results": results,
         }],
     });
@@ -244,4 +259,83 @@ pub fn github(diagnostics: &[Diagnostic]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{SourceFile, Span};
+
+    /// The text that `count` UTF-16 code units from `start` select in `text`.
+    fn utf16_slice(text: &str, start: usize, count: usize) -> String {
+        let units: Vec<u16> = text.encode_utf16().collect();
+        String::from_utf16(&units[start..start + count]).unwrap()
+    }
+
+    #[test]
+    fn sarif_regions_count_utf16_code_units_and_select_the_underlined_text() {
+        // Two-byte, three-byte and four-byte (astral: two UTF-16 units) characters before the
+        // label, on earlier lines and on its own line, and inside it.
+        let text = "// café 日本 😀\nprovider \"é😀\" tier \"ß😀x\"\n";
+        let file = SourceFile::new("non-ascii.rules", text);
+        let start = text.find("\"ß").unwrap();
+        let end = start + "\"ß😀x\"".len();
+        let diagnostic = Diagnostic::new(Code::UnknownTier, "unknown tier")
+            .primary(&file, Span::new(start, end), "not a tier")
+            .help("declare it");
+        let log: Value = serde_json::from_str(&sarif(&[diagnostic], "0.0.0")).unwrap();
+        assert_eq!(log["runs"][0]["columnKind"], "utf16CodeUnits");
+        let region = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"];
+        insta::assert_json_snapshot!("sarif_region_non_ascii", region);
+        let char_offset = region["charOffset"].as_u64().unwrap() as usize;
+        let char_length = region["charLength"].as_u64().unwrap() as usize;
+        assert_eq!(utf16_slice(text, char_offset, char_length), "\"ß😀x\"");
+        // The columns select the same text within its line.
+        let line = text.lines().nth(1).unwrap();
+        let start_column = region["startColumn"].as_u64().unwrap() as usize;
+        let end_column = region["endColumn"].as_u64().unwrap() as usize;
+        assert_eq!(region["startLine"], 2);
+        assert_eq!(region["endLine"], 2);
+        assert_eq!(
+            utf16_slice(line, start_column - 1, end_column - start_column),
+            "\"ß😀x\""
+        );
+        assert_eq!(region["snippet"]["text"], "\"ß😀x\"");
+    }
+
+    #[test]
+    fn json_github_and_human_columns_count_characters() {
+        let text = "provider \"😀\" x\n";
+        let file = SourceFile::new("c.rules", text);
+        let start = text.find('x').unwrap();
+        let diagnostic = Diagnostic::new(Code::SyntaxError, "unexpected")
+            .primary(&file, Span::new(start, start + 1), "here")
+            .help("remove it");
+        let value = diagnostic_json(&diagnostic);
+        // `provider "😀" ` is 13 characters, so `x` is in column 14 (byte 16).
+        assert_eq!(value["start"]["column"], 14);
+        assert_eq!(value["start"]["offset"], 16);
+        assert_eq!(value["end"]["column"], 15);
+        let report = human(&diagnostic, HumanOptions::default());
+        assert!(report.contains("[c.rules:1:14]"), "{report}");
+        let annotation = github(&[diagnostic]);
+        assert!(
+            annotation.contains("line=1,col=14,endLine=1,endColumn=15"),
+            "{annotation}"
+        );
+    }
+
+    #[test]
+    fn a_syntax_error_shows_only_its_own_line() {
+        let text = "first line\nsecond: the offending one\nthird line\n";
+        let file = SourceFile::new("not-rules.txt", text);
+        let start = text.find("second").unwrap();
+        let diagnostic = Diagnostic::new(Code::SyntaxError, "expected a top-level item")
+            .primary(&file, Span::new(start, start + 6), "unexpected `second`")
+            .help("write a top-level item");
+        let report = human(&diagnostic, HumanOptions::default());
+        assert!(report.contains("second: the offending one"), "{report}");
+        assert!(!report.contains("first line"), "{report}");
+        assert!(!report.contains("third line"), "{report}");
+    }
 }

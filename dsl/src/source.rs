@@ -103,6 +103,46 @@ impl SourceFile {
     }
 }
 
+impl SourceFile {
+    /// The largest character boundary at or before `offset` (clamped to the end of the file).
+    fn boundary_at_or_before(&self, offset: usize) -> usize {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        offset
+    }
+
+    /// A byte offset as a count of UTF-16 code units from the start of the file (the unit of
+    /// SARIF's default `columnKind`). An offset inside a character counts from its start.
+    pub fn utf16_offset(&self, offset: usize) -> usize {
+        let offset = self.boundary_at_or_before(offset);
+        self.text
+            .get(..offset)
+            .map_or(0, |prefix| prefix.encode_utf16().count())
+    }
+
+    /// The line and column of a byte offset, the column counted in UTF-16 code units from 1
+    /// (SARIF's `utf16CodeUnits`). [`SourceFile::line_column`] counts characters instead.
+    pub fn utf16_line_column(&self, offset: usize) -> LineColumn {
+        let offset = self.boundary_at_or_before(offset);
+        let line = self.line_column(offset).line;
+        let line_start = self
+            .line_starts
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or(0);
+        let column = self
+            .text
+            .get(line_start..offset)
+            .map_or(0, |prefix| prefix.encode_utf16().count());
+        LineColumn {
+            line,
+            column: column + 1,
+        }
+    }
+}
+
 impl miette::SourceCode for SourceFile {
     fn read_span<'a>(
         &'a self,
@@ -110,6 +150,36 @@ impl miette::SourceCode for SourceFile {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        // Without context lines, miette shows the span's lines only up to the end of the span;
+        // show the whole of each line (and nothing around them). The line and column are the
+        // span's own, the column in characters as every renderer counts it: miette prints them
+        // as the report's location (it reads them through this call, without context lines).
+        if context_lines_before == 0 && context_lines_after == 0 {
+            let start = self.boundary_at_or_before(span.offset());
+            let end = self.boundary_at_or_before(span.offset().saturating_add(span.len()));
+            let line_start = self
+                .text
+                .get(..start)
+                .and_then(|before| before.rfind('\n'))
+                .map_or(0, |index| index + 1);
+            let line_end = self
+                .text
+                .get(end..)
+                .and_then(|after| after.find('\n'))
+                .map_or(self.text.len(), |index| end + index);
+            let at = self.line_column(start);
+            let lines =
+                self.text
+                    .read_span(&miette::SourceSpan::from(line_start..line_end), 0, 0)?;
+            return Ok(Box::new(miette::MietteSpanContents::new_named(
+                self.name.clone(),
+                lines.data(),
+                *lines.span(),
+                at.line.saturating_sub(1),
+                at.column.saturating_sub(1),
+                lines.line_count(),
+            )));
+        }
         let contents = self
             .text
             .read_span(span, context_lines_before, context_lines_after)?;
@@ -136,5 +206,22 @@ mod tests {
         // `d` follows the two-byte `ç`.
         assert_eq!(file.line_column(5), LineColumn { line: 2, column: 2 });
         assert_eq!(file.line_column(100), LineColumn { line: 3, column: 1 });
+    }
+
+    #[test]
+    fn utf16_columns_count_astral_characters_twice() {
+        // `😀` is four bytes, one character and two UTF-16 code units; `a` is at byte 6.
+        let file = SourceFile::new("x.rules", "é😀a\n😀b");
+        assert_eq!(file.line_column(6), LineColumn { line: 1, column: 3 });
+        assert_eq!(file.utf16_line_column(6), LineColumn { line: 1, column: 4 });
+        assert_eq!(file.utf16_offset(6), 3);
+        // `b`, at byte 12, follows `😀` on line 2.
+        assert_eq!(
+            file.utf16_line_column(12),
+            LineColumn { line: 2, column: 3 }
+        );
+        assert_eq!(file.utf16_offset(12), 7);
+        // Inside `😀`: counted from its start.
+        assert_eq!(file.utf16_offset(4), 1);
     }
 }

@@ -91,8 +91,8 @@ impl Run {
     }
 
     fn check_directory(&mut self, directory: &Path) {
-        let candidates = match files::catalogue_files(directory) {
-            Ok(candidates) => candidates,
+        let walk = match files::catalogue_files(directory) {
+            Ok(walk) => walk,
             Err(error) => {
                 self.io_failures += 1;
                 err(&files::describe_io(directory, &error));
@@ -101,15 +101,20 @@ impl Run {
         };
         let root = directory.join(ROOT_FILE);
         if root.is_file() {
+            // The walk only looks for files no include reaches. A link out of the tree is no
+            // such file: the catalogue cannot include it (FL0037), so it is passed over.
             let reached = self.check_root(&root).unwrap_or_default();
-            for candidate in candidates {
+            for candidate in walk.files {
                 if !reached.contains(&normalize_path(&candidate)) {
                     self.unreachable(&candidate, &root);
                 }
             }
             return;
         }
-        // Without a root file every file is a root, except those another file includes.
+        // Without a root file every file is a root, except those another file includes; a
+        // link out of the tree would be a root outside it, which is never read.
+        self.io_failures += walk.report_links_outside(directory);
+        let candidates = walk.files;
         let mut included = HashSet::new();
         for candidate in &candidates {
             if let Ok((loaded, _)) = load(candidate, &FileSystem) {

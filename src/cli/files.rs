@@ -4,13 +4,36 @@ use std::path::{Path, PathBuf};
 
 use faultline_dsl::SourceProvider;
 
-/// Reads sources from the file system.
+/// Reads sources from the file system. It resolves symbolic links for the loader, which
+/// reads only files whose real location is inside the real directory of the catalogue's root
+/// file (FL0037 otherwise, the target never opened); see `faultline_dsl::SourceProvider`.
 #[derive(Debug, Default)]
 pub struct FileSystem;
 
 impl SourceProvider for FileSystem {
     fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)?;
+        String::from_utf8(bytes).map_err(|error| {
+            // The position only: nothing of a file that is not text is ever shown.
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "it is not UTF-8 (invalid byte at offset {})",
+                    error.utf8_error().valid_up_to()
+                ),
+            )
+        })
+    }
+
+    fn resolve(&self, path: &Path) -> std::io::Result<PathBuf> {
+        // The canonical path: absolute, no `.`/`..`, every symbolic link followed (stat and
+        // readlink only; nothing is opened).
+        let path = if path.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            path
+        };
+        std::fs::canonicalize(path)
     }
 }
 
@@ -27,15 +50,17 @@ pub struct RulesFiles {
 }
 
 impl RulesFiles {
-    /// Tells the user which links were skipped.
-    pub fn report_links_outside(&self, directory: &Path) {
+    /// Reports each link that leads out of the tree as an error (nothing behind it is read),
+    /// and returns how many there were: each is a path the command could not use.
+    pub fn report_links_outside(&self, directory: &Path) -> usize {
         for link in &self.links_outside {
             super::err(&format!(
-                "note: skipping `{}`: it links outside `{}`",
+                "error: `{}` is a symbolic link to a place outside `{}`; it is not read",
                 link.display(),
                 directory.display()
             ));
         }
+        self.links_outside.len()
     }
 }
 
@@ -81,18 +106,17 @@ pub fn rules_files(directory: &Path) -> std::io::Result<RulesFiles> {
     Ok(walk)
 }
 
-/// Every `.rules` file under `directory` ([`rules_files`]), naming the links it skipped, and
-/// refusing a directory that holds none: a mistyped path must not pass as a clean check.
-pub fn catalogue_files(directory: &Path) -> std::io::Result<Vec<PathBuf>> {
+/// Every `.rules` file under `directory` ([`rules_files`]), refusing a directory that holds
+/// none: a mistyped path must not pass as a clean check.
+pub fn catalogue_files(directory: &Path) -> std::io::Result<RulesFiles> {
     let walk = rules_files(directory)?;
-    walk.report_links_outside(directory);
-    if walk.files.is_empty() {
+    if walk.files.is_empty() && walk.links_outside.is_empty() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "it holds no `.rules` file; give a catalogue directory or a `.rules` file",
         ));
     }
-    Ok(walk.files)
+    Ok(walk)
 }
 
 /// An error about a path the user gave, for exit code 2.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use faultline_dsl::{FormatError, SourceFile, render};
 
-use super::files::{self};
+use super::files;
 use super::{Exit, err, out};
 
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,12 @@ pub fn run(args: &Args) -> Exit {
     for path in &args.paths {
         if path.is_dir() {
             match files::catalogue_files(path) {
-                Ok(found) => targets.extend(found),
+                Ok(walk) => {
+                    // A link out of the directory must not lead `fmt` to read, or rewrite, a
+                    // file elsewhere.
+                    io_failures += walk.report_links_outside(path);
+                    targets.extend(walk.files);
+                }
                 Err(error) => {
                     io_failures += 1;
                     err(&files::describe_io(path, &error));

@@ -1,7 +1,7 @@
 //! Compiled rule bundles: the file format, its validated loader, and classification.
 //!
-//! A bundle is untrusted input. [`Bundle::from_bytes`] checks the framing (magic, versions,
-//! endianness, content hash, section table), decodes the catalogue model and validates every
+//! A bundle is untrusted input. [`Bundle::from_bytes`] checks the framing (magic, versions, a
+//! content hash over every other byte of the file, endianness, header, section table), decodes the catalogue model and validates every
 //! index in it, deserializes every DFA with regex-automata's checked deserializer, and compiles
 //! the exact patterns; any failure is a typed [`BundleError`], never a panic.
 
@@ -56,7 +56,7 @@ pub enum BundleError {
         /// The oldest format this reader reads.
         oldest_readable: u16,
     },
-    /// The content hash does not match: the file is corrupt.
+    /// The content hash does not match the rest of the file (header or body): it is corrupt.
     #[error("the bundle's content hash does not match its contents (corrupted file)")]
     HashMismatch,
     /// The automata were serialized by an incompatible regex-automata.

@@ -2,14 +2,15 @@
 //!
 //! ```text
 //! offset  size  field
-//!      0     8  magic "FLBUNDLE"
-//!      8     2  format version (u16 LE)
-//!     10     2  minimum reader version (u16 LE)
+//!      0     8  magic "FLBUNDLE"                      ┐ the versioned prefix: the same in
+//!      8     2  format version (u16 LE)              │ every format version, so any reader
+//!     10     2  minimum reader version (u16 LE)      ┘ can refuse a file it cannot read
 //!     12     1  endianness of the automata (1 = little)
 //!     13     3  reserved, zero
 //!     16     4  header length H (u32 LE, a multiple of 8)
 //!     20     4  section count S (u32 LE)
-//!     24    32  content hash: SHA-256 of bytes H..end
+//!     24    32  content hash: SHA-256 of every byte of the file except these 32, that is of
+//!               bytes 0..24 followed by bytes 56..end (format 3; format 2 hashed H..end only)
 //!     56    32  source-manifest hash: SHA-256 of the catalogue sources
 //!     88     …  four strings, each u16 LE length + UTF-8: catalogue name, catalogue version,
 //!               compiler version, regex-automata version; zero padding up to H
@@ -18,6 +19,12 @@
 //!               start: section 0 is the catalogue model (postcard), sections 1.. are dense
 //!               DFAs in regex-automata's little-endian serialization
 //! ```
+//!
+//! The reader checks the versioned prefix first (so that a file of another format gets
+//! `TooNew`/`TooOld`, not a hash mismatch), then the content hash, and only then interprets any
+//! other byte: a file that passes the hash check is byte for byte the file the compiler wrote,
+//! or was rewritten on purpose (the hash detects corruption; it is not a signature). The rest of
+//! the validation is there for such deliberately rewritten files.
 
 use sha2::{Digest, Sha256};
 
@@ -26,11 +33,15 @@ use super::BundleError;
 /// The magic bytes that start every bundle.
 pub const MAGIC: [u8; 8] = *b"FLBUNDLE";
 /// The format version this crate writes.
-pub const FORMAT_VERSION: u16 = 2;
-/// The oldest format version this crate reads.
-pub const OLDEST_READABLE_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
+/// The oldest format version this crate reads. Format 2's content hash left the header out.
+pub const OLDEST_READABLE_VERSION: u16 = 3;
 /// The reader version of this crate: bundles whose minimum reader version is newer are refused.
-pub const READER_VERSION: u16 = 1;
+/// The compiler writes it as the minimum reader version of every bundle, so that a reader of
+/// version 1 (which checked format 2's narrower hash) refuses format 3 as too new.
+pub const READER_VERSION: u16 = 2;
+/// Where the content hash lies in the file. The hash covers every other byte.
+pub const HASH_RANGE: std::ops::Range<usize> = 24..56;
 /// The regex-automata serialization family the automata use.
 pub const REGEX_AUTOMATA_FAMILY: &str = "0.4";
 
@@ -46,7 +57,8 @@ pub struct Header {
     pub format_version: u16,
     /// Minimum reader version.
     pub min_reader_version: u16,
-    /// SHA-256 of everything after the header.
+    /// SHA-256 of every byte of the file but this field's ([`HASH_RANGE`]). [`write()`] computes
+    /// it and ignores the value given.
     pub content_hash: [u8; 32],
     /// SHA-256 of the catalogue sources.
     pub manifest_hash: [u8; 32],
@@ -115,13 +127,30 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Parses and validates the framing of a bundle: magic, versions, endianness, hash, section
-/// table. The sections' contents are validated by the caller.
+/// The content hash of a bundle: SHA-256 of every byte except the hash field itself
+/// ([`HASH_RANGE`]), so that a change to any other byte, header or body, changes it.
+pub fn content_hash(bytes: &[u8]) -> Result<[u8; 32], BundleError> {
+    let truncated = || BundleError::Truncated {
+        needed: HASH_RANGE.end,
+        len: bytes.len(),
+    };
+    let before = bytes.get(..HASH_RANGE.start).ok_or_else(truncated)?;
+    let after = bytes.get(HASH_RANGE.end..).ok_or_else(truncated)?;
+    let mut hasher = Sha256::new();
+    hasher.update(before);
+    hasher.update(after);
+    Ok(hasher.finalize().into())
+}
+
+/// Parses and validates the framing of a bundle: magic, versions, content hash, endianness,
+/// header, section table. The sections' contents are validated by the caller.
 pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
     let mut cursor = Cursor { bytes, at: 0 };
     if cursor.array::<8>("magic")? != MAGIC {
         return Err(BundleError::BadMagic);
     }
+    // The versioned prefix is read before the hash is checked: how the rest of the file is laid
+    // out, the hash included, depends on the format.
     let format_version = cursor.u16("format version")?;
     let min_reader_version = cursor.u16("minimum reader version")?;
     if min_reader_version > READER_VERSION {
@@ -137,6 +166,23 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
             oldest_readable: OLDEST_READABLE_VERSION,
         });
     }
+    if bytes.len() < FIXED_HEADER {
+        return Err(BundleError::Truncated {
+            needed: FIXED_HEADER,
+            len: bytes.len(),
+        });
+    }
+    // No other byte is interpreted before the hash is known to cover it as written.
+    let stored_hash: [u8; 32] = bytes
+        .get(HASH_RANGE)
+        .and_then(|field| field.try_into().ok())
+        .ok_or(BundleError::Truncated {
+            needed: HASH_RANGE.end,
+            len: bytes.len(),
+        })?;
+    if content_hash(bytes)? != stored_hash {
+        return Err(BundleError::HashMismatch);
+    }
     let endianness = cursor.array::<4>("endianness")?;
     if endianness != [ENDIANNESS_LITTLE, 0, 0, 0] {
         return Err(BundleError::malformed(
@@ -151,7 +197,8 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
     let header_len = usize::try_from(cursor.u32("header length")?)
         .map_err(|_| BundleError::malformed("header length"))?;
     let section_count = cursor.u32("section count")?;
-    let content_hash = cursor.array::<32>("content hash")?;
+    // Already checked above, as part of the whole file.
+    cursor.take(HASH_RANGE.len(), "content hash")?;
     let manifest_hash = cursor.array::<32>("manifest hash")?;
     if header_len % 8 != 0 || header_len < FIXED_HEADER {
         return Err(BundleError::malformed(format!(
@@ -165,14 +212,10 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
         });
     }
     let body = bytes.get(header_len..).unwrap_or_default();
-    let actual: [u8; 32] = Sha256::digest(body).into();
-    if actual != content_hash {
-        return Err(BundleError::HashMismatch);
-    }
     let header = Header {
         format_version,
         min_reader_version,
-        content_hash,
+        content_hash: stored_hash,
         manifest_hash,
         catalogue_name: cursor.string("catalogue name")?,
         catalogue_version: cursor.string("catalogue version")?,
@@ -270,7 +313,6 @@ pub fn write(header: &Header, sections: &[Vec<u8>]) -> Result<Vec<u8>, BundleErr
     if let Some(slot) = body.get_mut(..table.len()) {
         slot.copy_from_slice(&table);
     }
-    let content_hash: [u8; 32] = Sha256::digest(&body).into();
     let mut out = Vec::with_capacity(header_len + body.len());
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&header.format_version.to_le_bytes());
@@ -282,10 +324,15 @@ pub fn write(header: &Header, sections: &[Vec<u8>]) -> Result<Vec<u8>, BundleErr
             .to_le_bytes(),
     );
     out.extend_from_slice(&section_count.to_le_bytes());
-    out.extend_from_slice(&content_hash);
+    // Zero for now: the hash covers the rest of the file, which is not written yet.
+    out.extend_from_slice(&[0; HASH_RANGE.end - HASH_RANGE.start]);
     out.extend_from_slice(&header.manifest_hash);
     out.extend_from_slice(&strings);
     out.resize(header_len, 0);
     out.extend_from_slice(&body);
+    let hash = content_hash(&out)?;
+    if let Some(field) = out.get_mut(HASH_RANGE) {
+        field.copy_from_slice(&hash);
+    }
     Ok(out)
 }
