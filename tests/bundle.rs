@@ -427,3 +427,25 @@ fn docs_state_the_versions_and_hash_range_of_the_code() {
         common::stdout(&inspected)
     );
 }
+
+#[test]
+fn golden_bundles_load_or_are_refused_as_their_format_requires() {
+    let golden =
+        |name: &str| std::fs::read(common::root().join("fixtures/bundles").join(name)).unwrap();
+    // A stored bundle of the current format loads and classifies as its catalogue says.
+    let current = Bundle::from_bytes(&golden("format-3-redaction-markers.flb")).unwrap();
+    assert_eq!(current.header().format_version, wire::FORMAT_VERSION);
+    let evidence = Evidence {
+        stderr: Some("session ses_abc123 expired".to_owned()),
+        ..Evidence::default()
+    };
+    assert_eq!(
+        current.classify(&evidence).rule,
+        "markers.session_expired.v1"
+    );
+    // An older format is refused as too old, naming its version: never misread.
+    match Bundle::from_bytes(&golden("format-2-redaction-markers.flb")) {
+        Err(BundleError::TooOld { format_version, .. }) => assert_eq!(format_version, 2),
+        other => panic!("a format-2 bundle must be refused as too old: {other:?}"),
+    }
+}
