@@ -14,8 +14,8 @@ mod common;
 use std::sync::LazyLock;
 
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::PromptError;
-use faultline_runtime::recovery::session::{
+use faultline_recovery::projection::PromptError;
+use faultline_recovery::session::{
     Claim, Disposition, Event, LifecycleSnapshot, Outcome, Role, Safety, Session, Verdict,
     diagnostic_candidate, redact_launch_prompt,
 };

@@ -26,11 +26,11 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::SystemTime;
 
-use faultline_runtime::recovery::cursor::{self, RetriableChunk};
-use faultline_runtime::recovery::projection::{
+use faultline_recovery::cursor::{self, RetriableChunk};
+use faultline_recovery::projection::{
     ProjectionSource, PromptError, ProviderProjection, project_prompt_error, projected_message,
 };
-use faultline_runtime::recovery::session::{
+use faultline_recovery::session::{
     Claim, Disposition, Event, LifecycleSnapshot, Outcome, Role, Safety, Session, Verdict,
     diagnostic_candidate, normalize,
 };

@@ -38,10 +38,10 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{ByteStreams, Client, schema::ProtocolVersion};
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::{
+use faultline_recovery::projection::{
     PromptError, ProviderProjection, project_prompt_error,
 };
-use faultline_runtime::recovery::session::{Role, diagnostic_candidate};
+use faultline_recovery::session::{Role, diagnostic_candidate};
 use futures::StreamExt as _;
 use futures::channel::{mpsc, oneshot};
 use futures::io::{AsyncRead, AsyncWrite};

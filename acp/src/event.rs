@@ -1,7 +1,7 @@
 //! What the adapter emits: ordered evidence events, each with the identity of the prompt it
 //! belongs to, and their tokens as replay fixtures name them.
 
-use faultline_runtime::recovery::session::{Claim, Event, Role};
+use faultline_recovery::session::{Claim, Event, Role};
 use serde::{Deserialize, Serialize};
 
 /// One piece of evidence from the adapter's ordered event stream.

@@ -3,7 +3,7 @@
 //! Agents speak the Agent Client Protocol (JSON-RPC over stdio). The evidence that authorises
 //! recovery is decided where ACP traffic is converted: this crate sits on the client side of a
 //! real ACP connection and turns `session/update` notifications and `session/prompt` errors into
-//! ordered [`event::AdapterEvent`]s for the recovery engine (`faultline_runtime::recovery`).
+//! ordered [`event::AdapterEvent`]s for the recovery engine (`faultline_recovery`).
 //!
 //! - [`adapter`]: the adapter and its event stream;
 //! - [`event`]: the events it emits, and their mapping to recovery events;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::ProjectionSource;
+use faultline_recovery::projection::ProjectionSource;
 
 use crate::fixture::{
     AgentId, Capture, Case, Expect, ExpectedProjection, Fixture, FixtureError, Frame, Gateway,

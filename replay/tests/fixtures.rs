@@ -22,8 +22,8 @@ use faultline_replay::fixture::{
     missing_required_cells, replay_recovery, replay_recovery_in,
 };
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::project_prompt_error;
-use faultline_runtime::recovery::session::{Claim, Event, Role, Session, diagnostic_candidate};
+use faultline_recovery::projection::project_prompt_error;
+use faultline_recovery::session::{Claim, Event, Role, Session, diagnostic_candidate};
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {

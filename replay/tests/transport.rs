@@ -21,7 +21,7 @@ use faultline_acp::pipe::pipe;
 use faultline_replay::fixture::{Case, Fixture, Frame, Token, load_corpus};
 use faultline_replay::transport::{FakeAgent, Schedule, check, replay};
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::ProjectionSource;
+use faultline_recovery::projection::ProjectionSource;
 use serde_json::json;
 
 /// How many times each queued fixture is replayed with its worker held, each time releasing

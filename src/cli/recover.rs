@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use faultline_runtime::recovery::session::{Event, Outcome, Session};
+use faultline_recovery::session::{Event, Outcome, Session};
 
 use faultline_runtime::Bundle;
 use serde_json::{Map, Value};
@@ -60,8 +60,8 @@ fn describe(outcome: &Outcome) -> String {
             verdict.classification.rule,
             verdict.safety,
             match verdict.disposition {
-                faultline_runtime::recovery::session::Disposition::Automatic => "automatic",
-                faultline_runtime::recovery::session::Disposition::Manual => "manual",
+                faultline_recovery::session::Disposition::Automatic => "automatic",
+                faultline_recovery::session::Disposition::Manual => "manual",
             },
             verdict
                 .recorded_diagnostic

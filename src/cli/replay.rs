@@ -19,7 +19,7 @@ use faultline_replay::fixture::{
 };
 use faultline_replay::transport::{Schedule, TransportCheck, check};
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::session::{Disposition, Event, Session};
+use faultline_recovery::session::{Disposition, Event, Session};
 
 use super::{Exit, err, out};
 
@@ -431,7 +431,7 @@ fn explain(bundle: &Arc<Bundle>, fixture: &Fixture) -> Exit {
     }
 }
 
-fn outcome_text(outcome: &faultline_runtime::recovery::session::Outcome) -> String {
+fn outcome_text(outcome: &faultline_recovery::session::Outcome) -> String {
     serde_json::to_string(outcome).unwrap_or_default()
 }
 

@@ -8,7 +8,7 @@
 //! generation or an absent execution id never authorise recovery.
 //!
 //! Normalization for diagnostic–terminal containment (AC .23, reference §H.4): both texts go
-//! through the provider-message tier ([`crate::sanitize::provider_message`]) — trim, collapse
+//! through the provider-message tier ([`faultline_runtime::sanitize::provider_message`]) — trim, collapse
 //! whitespace runs, and also redact credentials, URLs and ids and trim trailing `.:;,-`. The
 //! spec's trim-and-collapse alone is not enough here: the terminal message reaches the engine
 //! already projected through that tier, so a diagnostic normalized differently could never be
@@ -20,13 +20,13 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::cursor::{self, CURSOR_PROVIDER_ID, RetriableChunk};
-use super::projection::{
+use crate::cursor::{self, CURSOR_PROVIDER_ID, RetriableChunk};
+use crate::projection::{
     ProjectionSource, PromptError, ProviderProjection, project_prompt_error, projected_message,
 };
-use crate::sanitize;
-use crate::vocab::{Class, Confidence, Phase};
-use crate::{Bundle, Classification, Evidence};
+use faultline_runtime::sanitize;
+use faultline_runtime::vocab::{Class, Confidence, Phase};
+use faultline_runtime::{Bundle, Classification, Evidence};
 
 /// The identity an event claims: the agent execution and the prompt generation it belongs to.
 /// A generation of zero is no generation.
@@ -653,7 +653,7 @@ impl Session {
         occurred_at: &str,
         lifecycle: Option<&LifecycleSnapshot>,
     ) -> Outcome {
-        let now = crate::timing::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
+        let now = faultline_runtime::timing::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
         let provider_id = self.provider_id.clone();
         let (safety, recorded, phase, current) =
             self.safety(bundle, claim, &projection.message, lifecycle);

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sanitize;
+use faultline_runtime::sanitize;
 
 /// The message a projection carries when sanitizing leaves nothing of the original.
 pub const EMPTY_MESSAGE: &str = "provider prompt error";
