@@ -6,6 +6,8 @@
 //! ordered [`event::AdapterEvent`]s for the recovery engine (`faultline_recovery`).
 //!
 //! - [`adapter`]: the adapter and its event stream;
+//! - [`dialect`]: what the negotiated agent id brings (Cursor's barrier, Codex's
+//!   response-attempt boundary) and the parsing of that boundary in protocol metadata;
 //! - [`event`]: the events it emits, and their mapping to recovery events;
 //! - [`pipe`]: in-memory byte pipes, to connect the adapter to an agent in the same process.
 //!
@@ -14,5 +16,6 @@
 //! them and the capture of live agent turns are tooling, in `faultline-replay`.
 
 pub mod adapter;
+pub mod dialect;
 pub mod event;
 pub mod pipe;

@@ -18,10 +18,10 @@ use std::sync::{Arc, LazyLock};
 use faultline_acp::adapter::{Adapter, PromptOutcome};
 use faultline_acp::event::{AdapterEvent, ChunkRole};
 use faultline_acp::pipe::pipe;
+use faultline_recovery::projection::ProjectionSource;
 use faultline_replay::fixture::{Case, Fixture, Frame, Token, load_corpus};
 use faultline_replay::transport::{FakeAgent, Schedule, check, replay};
 use faultline_runtime::Bundle;
-use faultline_recovery::projection::ProjectionSource;
 use serde_json::json;
 
 /// How many times each queued fixture is replayed with its worker held, each time releasing
@@ -217,9 +217,10 @@ fn ac_24_a_signature_only_in_data_never_crosses() {
         failure.projection.error_kind.as_deref(),
         Some("server_error")
     );
+    // The error for the engine keeps, of `data`, the validated `errorKind` alone.
     assert_eq!(
-        failure.error.data,
-        Some(json!({"errorKind": "server_error"}))
+        serde_json::to_value(&failure.error).unwrap().get("data"),
+        Some(&json!({"errorKind": "server_error"}))
     );
     let crossed = format!("{:?}", observed.outcome);
     assert!(!crossed.contains("peer disconnected"), "{crossed}");
@@ -254,7 +255,11 @@ fn ac_22_the_projection_carries_the_model_settled_before_the_failure_only() {
         failure.projection.error_kind, None,
         "a malformed errorKind is dropped"
     );
-    assert_eq!(failure.error.data, None);
+    assert_eq!(failure.error.error_kind, None);
+    assert_eq!(
+        serde_json::to_value(&failure.error).unwrap().get("data"),
+        None
+    );
     assert_eq!(
         failure.projection.provider_id.as_deref(),
         Some("claude-acp")
