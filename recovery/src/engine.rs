@@ -218,7 +218,9 @@ impl Recovery {
             }
             RecoveryEvent::NoticesListed { notices } => self.notice(NoticeEvent::Listed(notices)),
             RecoveryEvent::NoticeListFailed => self.notice(NoticeEvent::ListFailed),
-            RecoveryEvent::NoticeWritten { id } => self.notice(NoticeEvent::Written(id)),
+            RecoveryEvent::NoticeWritten { notice_id } => {
+                self.notice(NoticeEvent::Written(notice_id))
+            }
             RecoveryEvent::NoticeWriteFailed => self.notice(NoticeEvent::WriteFailed),
             RecoveryEvent::NoticesDeleted { failed } => {
                 self.notice(NoticeEvent::Deleted { failed })
@@ -590,7 +592,7 @@ mod tests {
         let _ = recovery.apply(
             &BUNDLE,
             RecoveryEvent::NoticeWritten {
-                id: NoticeId::new("n1"),
+                notice_id: NoticeId::new("n1"),
             },
         );
         let ended = recovery.apply(
@@ -705,9 +707,9 @@ mod tests {
             r#"{"event":"retry_scheduled","reason":"Provider overloaded","provider":"anthropic","attempt":2,"max_attempts":5,"deadline":"2026-10-01T08:00:10Z"}"#,
             r#"{"event":"retry_ended","ending":"exhausted"}"#,
             r#"{"event":"retry_cancel_requested","authorization":"foreign"}"#,
-            r#"{"event":"notices_listed","notices":[{"id":"n1","marker":"retrying"},{"id":"m1","marker":"unreadable"}]}"#,
+            r#"{"event":"notices_listed","notices":[{"notice_id":"n1","marker":"retrying"},{"notice_id":"m1","marker":"unreadable"}]}"#,
             r#"{"event":"notice_list_failed"}"#,
-            r#"{"event":"notice_written","id":"n1"}"#,
+            r#"{"event":"notice_written","notice_id":"n1"}"#,
             r#"{"event":"notice_write_failed"}"#,
             r#"{"event":"notices_deleted","failed":["n1"]}"#,
         ];
@@ -731,7 +733,7 @@ mod tests {
         for bad in [
             r#"{"event":"tool_call","execution_id":"e","generation":1,"tool_call_id":"t1"}"#,
             r#"{"event":"retry_scheduled","reason":"r","provider":"p","attempt":1,"max_attempts":5,"deadline":"soon"}"#,
-            r#"{"event":"notices_listed","notices":[{"id":"n1","marker":"maybe"}]}"#,
+            r#"{"event":"notices_listed","notices":[{"notice_id":"n1","marker":"maybe"}]}"#,
         ] {
             assert!(serde_json::from_str::<RecoveryEvent>(bad).is_err(), "{bad}");
         }

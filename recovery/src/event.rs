@@ -221,8 +221,8 @@ pub enum RecoveryEvent {
     NoticeListFailed,
     /// The message store wrote the notice (for a create, under this new id).
     NoticeWritten {
-        /// The notice's id.
-        id: NoticeId,
+        /// The notice's id. (Not `id`: that is the JSON-lines request id of a log line.)
+        notice_id: NoticeId,
     },
     /// The message store could not write the notice.
     NoticeWriteFailed,

@@ -157,7 +157,8 @@ pub enum Marker {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListedNotice {
-    /// The message.
+    /// The message (`notice_id` in the event log).
+    #[serde(rename = "notice_id")]
     pub id: NoticeId,
     /// What its metadata says.
     pub marker: Marker,

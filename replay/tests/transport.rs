@@ -343,3 +343,39 @@ fn a_dead_agent_is_a_connection_error_not_a_projection() {
         futures::executor::block_on(adapter.prompt(client_out, client_in, "hi", Path::new("/")));
     assert!(outcome.is_err(), "{outcome:?}");
 }
+
+/// No replay frame holds a response-attempt retry boundary, so a captured turn that crossed one
+/// is refused rather than drafted as a fixture of another turn.
+#[test]
+fn a_captured_response_attempt_boundary_is_refused() {
+    use faultline_replay::capture::{CaptureError, CaptureRequest, draft};
+    use faultline_replay::fixture::{AgentId, Gateway, Identity};
+
+    let (adapter, _events) = Adapter::new(Arc::clone(&BUNDLE), "codex-acp");
+    let request = CaptureRequest {
+        gateway: Gateway::parse("claude-direct").unwrap(),
+        case: Case::parse("matched").unwrap(),
+        agent_id: AgentId::CodexAcp,
+        identity: Identity {
+            session_id: "claude-direct-matched".to_owned(),
+            execution_id: "exec-claude-direct-matched".to_owned(),
+            prompt_generation: 7,
+        },
+        prompt: "Say hello.".to_owned(),
+        source: "faultline replay capture".to_owned(),
+        captured_at: "2026-10-01T08:00:00Z".to_owned(),
+    };
+    let events = [
+        AdapterEvent::ThoughtChunk {
+            text: "thinking".to_owned(),
+        },
+        AdapterEvent::ResponseAttemptReset,
+    ];
+    let outcome = PromptOutcome::Completed {
+        stop_reason: "end_turn".to_owned(),
+    };
+    assert!(matches!(
+        draft(&adapter, &events, &outcome, &request),
+        Err(CaptureError::ResponseAttemptBoundary)
+    ));
+}
