@@ -13,12 +13,15 @@ mod common;
 
 use std::sync::LazyLock;
 
-use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::PromptError;
-use faultline_runtime::recovery::session::{
-    Claim, Disposition, Event, LifecycleSnapshot, Outcome, Role, Safety, Session, Verdict,
-    diagnostic_candidate, redact_launch_prompt,
+use faultline_acp::dialect::recovery_profile;
+use faultline_recovery::projection::PromptError;
+use faultline_recovery::prompt::{
+    Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict,
+    provider_diagnostic_candidate, redact_launch_prompt,
 };
+use faultline_recovery::response_attempt::ToolScope;
+use faultline_recovery::{Effect, Recovery, RecoveryEvent as Event};
+use faultline_runtime::Bundle;
 use serde_json::json;
 
 static BUNDLE: LazyLock<Bundle> = LazyLock::new(common::catalogue_bundle);
@@ -33,15 +36,34 @@ fn claim(generation: u64) -> Claim {
     }
 }
 
+/// The engine of a new session of `provider`, with the profile its adapter gives it.
+fn engine(provider: &str) -> Recovery {
+    Recovery::new(recovery_profile(provider))
+}
+
 /// A session whose attempt (exec-1, generation 7) has begun and is bound.
-fn session(provider: &str) -> Session {
-    let mut session = Session::new(provider);
+fn session(provider: &str) -> Recovery {
+    let mut session = engine(provider);
     apply(&mut session, Event::PromptBegan { claim: claim(7) });
     session
 }
 
-fn apply(session: &mut Session, event: Event) -> Outcome {
-    session.apply(&BUNDLE, &event)
+/// What `event` did to the session's prompt-attempt evidence.
+fn apply(session: &mut Recovery, event: Event) -> Outcome {
+    let effects = session.apply(&BUNDLE, event);
+    match effects.as_slice() {
+        [Effect::Evidence(outcome)] => outcome.clone(),
+        other => panic!("expected one evidence outcome, got {other:?}"),
+    }
+}
+
+/// A `session/prompt` error as the agent's JSON-RPC error object carries it.
+fn prompt_error(message: &str, data: Option<serde_json::Value>) -> PromptError {
+    let mut object = json!({"code": -32603, "message": message});
+    if let Some(data) = data {
+        object["data"] = data;
+    }
+    serde_json::from_value(object).unwrap()
 }
 
 /// A chunk whose marker is decided as the conversion boundary decides it.
@@ -50,7 +72,7 @@ fn chunk(provider: &str, role: Role, text: &str) -> Event {
         claim: claim(7),
         role,
         text: text.to_owned(),
-        diagnostic_candidate: diagnostic_candidate(&BUNDLE, provider, role, text),
+        provider_diagnostic_candidate: provider_diagnostic_candidate(&BUNDLE, provider, role, text),
     }
 }
 
@@ -62,11 +84,7 @@ fn prompt_failed(
 ) -> Event {
     Event::PromptFailed {
         claim,
-        error: PromptError {
-            code: -32603,
-            message: message.to_owned(),
-            data,
-        },
+        error: prompt_error(message, data),
         occurred_at: "2026-10-01T08:00:00Z".to_owned(),
         lifecycle,
     }
@@ -83,7 +101,7 @@ fn verdict_of(outcome: Outcome) -> Verdict {
     }
 }
 
-fn terminal(session: &mut Session, message: &str) -> Verdict {
+fn terminal(session: &mut Recovery, message: &str) -> Verdict {
     verdict_of(apply(session, failed(message)))
 }
 
@@ -98,13 +116,13 @@ fn ac_8_a_clean_attempt_is_pre_result_and_recovers_automatically() {
 
 #[test]
 fn ac_8_missing_record_execution_or_generation_fail_closed() {
-    let mut none = Session::new("claude-acp");
+    let mut none = engine("claude-acp");
     assert_eq!(
         terminal(&mut none, OVERLOADED_TERMINAL).safety,
         Safety::NoRecord
     );
 
-    let mut launch = Session::new("claude-acp");
+    let mut launch = engine("claude-acp");
     apply(
         &mut launch,
         Event::PromptBegan {
@@ -129,7 +147,7 @@ fn ac_8_missing_record_execution_or_generation_fail_closed() {
     assert_eq!(verdict.safety, Safety::MissingExecution);
     assert_eq!(verdict.disposition, Disposition::Manual);
 
-    let mut zero = Session::new("claude-acp");
+    let mut zero = engine("claude-acp");
     apply(
         &mut zero,
         Event::PromptBegan {
@@ -164,10 +182,13 @@ fn ac_2_a_stale_identity_is_ignored_and_a_missing_one_poisons() {
         },
         role: Role::Assistant,
         text: "old output".into(),
-        diagnostic_candidate: false,
+        provider_diagnostic_candidate: false,
     };
     assert_eq!(apply(&mut session, stale), Outcome::Stale);
-    let older = Event::ToolCall { claim: claim(6) };
+    let older = Event::ToolCall {
+        claim: claim(6),
+        scope: ToolScope::TopLevel,
+    };
     assert_eq!(apply(&mut session, older), Outcome::Stale);
     assert_eq!(
         terminal(&mut session, OVERLOADED_TERMINAL).safety,
@@ -180,7 +201,7 @@ fn ac_2_a_stale_identity_is_ignored_and_a_missing_one_poisons() {
         claim: Claim::default(),
         role: Role::Assistant,
         text: "who am I".into(),
-        diagnostic_candidate: false,
+        provider_diagnostic_candidate: false,
     };
     assert_eq!(apply(&mut session, anonymous), Outcome::Poisoned);
     assert_eq!(
@@ -206,7 +227,7 @@ fn ac_2_a_stale_identity_is_ignored_and_a_missing_one_poisons() {
 
 #[test]
 fn ac_2_an_initial_launch_adopts_its_execution_id_when_bound() {
-    let mut session = Session::new("claude-acp");
+    let mut session = engine("claude-acp");
     apply(
         &mut session,
         Event::PromptBegan {
@@ -246,7 +267,13 @@ fn ac_2_the_terminal_verdict_is_immutable_whatever_arrives_after_it() {
         &mut session,
         chunk("claude-acp", Role::Assistant, "late output"),
     );
-    apply(&mut session, Event::ToolCall { claim: claim(7) });
+    apply(
+        &mut session,
+        Event::ToolCall {
+            claim: claim(7),
+            scope: ToolScope::TopLevel,
+        },
+    );
     assert_eq!(terminal(&mut session, OVERLOADED_TERMINAL), first);
 }
 
@@ -278,14 +305,14 @@ fn ac_2_the_lifecycle_snapshot_makes_the_verdict_independent_of_delivery_order()
             None,
             Some(LifecycleSnapshot {
                 evidence_known: true,
-                diagnostic_text: Some(OVERLOADED_CHUNK.into()),
+                provider_diagnostic_text: Some(OVERLOADED_CHUNK.into()),
                 ..LifecycleSnapshot::default()
             }),
         ),
     ));
     assert_eq!(
         verdict.safety,
-        Safety::SafeDiagnosticConfirmed {
+        Safety::SafeProviderDiagnosticConfirmed {
             code: "provider_overloaded".into()
         }
     );
@@ -323,7 +350,10 @@ fn ac_21_output_and_effect_fences_are_sticky() {
         );
     }
     for event in [
-        Event::ToolCall { claim: claim(7) },
+        Event::ToolCall {
+            claim: claim(7),
+            scope: ToolScope::TopLevel,
+        },
         Event::ToolUpdate { claim: claim(7) },
     ] {
         let mut session = session("claude-acp");
@@ -348,41 +378,41 @@ fn ac_21_output_and_effect_fences_are_sticky() {
 
 #[test]
 fn ac_20_the_marker_is_decided_for_assistant_chunks_of_the_adapters_provider() {
-    assert!(diagnostic_candidate(
+    assert!(provider_diagnostic_candidate(
         &BUNDLE,
         "claude-acp",
         Role::Assistant,
         OVERLOADED_CHUNK
     ));
-    assert!(!diagnostic_candidate(
+    assert!(!provider_diagnostic_candidate(
         &BUNDLE,
         "claude-acp",
         Role::User,
         OVERLOADED_CHUNK
     ));
-    assert!(!diagnostic_candidate(
+    assert!(!provider_diagnostic_candidate(
         &BUNDLE,
         "claude-acp",
         Role::Thought,
         OVERLOADED_CHUNK
     ));
     assert!(
-        !diagnostic_candidate(&BUNDLE, "", Role::Assistant, OVERLOADED_CHUNK),
+        !provider_diagnostic_candidate(&BUNDLE, "", Role::Assistant, OVERLOADED_CHUNK),
         "an adapter without an id never marks"
     );
     let proxy = "API Error: 403 {\"error\":{\"type\":\"proxy_error\",\"message\":\"credentials were refused\"}}";
-    assert!(diagnostic_candidate(
+    assert!(provider_diagnostic_candidate(
         &BUNDLE,
         "claude-acp",
         Role::Assistant,
         proxy
     ));
     assert!(
-        !diagnostic_candidate(&BUNDLE, "codex-acp", Role::Assistant, proxy),
+        !provider_diagnostic_candidate(&BUNDLE, "codex-acp", Role::Assistant, proxy),
         "provider scoping"
     );
     // Transport loss is not fallback-eligible, so it is never a candidate.
-    assert!(!diagnostic_candidate(
+    assert!(!provider_diagnostic_candidate(
         &BUNDLE,
         "claude-acp",
         Role::Assistant,
@@ -397,7 +427,7 @@ fn ac_20_an_unmarked_diagnostic_is_ordinary_output() {
         claim: claim(7),
         role: Role::Assistant,
         text: OVERLOADED_CHUNK.into(),
-        diagnostic_candidate: false,
+        provider_diagnostic_candidate: false,
     };
     assert_eq!(
         apply(&mut session, unmarked),
@@ -420,19 +450,19 @@ fn ac_16_ac_23_a_text_identical_diagnostic_is_pre_result() {
     );
     assert_eq!(
         outcome,
-        Outcome::DiagnosticRecorded {
+        Outcome::ProviderDiagnosticRecorded {
             code: "provider_overloaded".into()
         }
     );
     let verdict = terminal(&mut session, OVERLOADED_TERMINAL);
     assert_eq!(
         verdict.safety,
-        Safety::SafeDiagnosticConfirmed {
+        Safety::SafeProviderDiagnosticConfirmed {
             code: "provider_overloaded".into()
         }
     );
     assert_eq!(
-        verdict.recorded_diagnostic.as_deref(),
+        verdict.recorded_provider_diagnostic.as_deref(),
         Some("provider_overloaded")
     );
     assert_eq!(verdict.disposition, Disposition::Automatic);
@@ -447,7 +477,7 @@ fn ac_23_a_gateway_500_diagnostic_strictly_inside_the_terminal_is_pre_result() {
             &mut session,
             chunk("claude-acp", Role::Assistant, diagnostic)
         ),
-        Outcome::DiagnosticRecorded { .. }
+        Outcome::ProviderDiagnosticRecorded { .. }
     ));
     let verdict = terminal(
         &mut session,
@@ -463,13 +493,13 @@ fn ac_23_prose_narrating_the_error_is_not_contained_and_stays_output() {
     let mut session = session("claude-acp");
     let outcome = apply(&mut session, chunk("claude-acp", Role::Assistant, prose));
     assert!(
-        matches!(outcome, Outcome::DiagnosticRecorded { .. }),
+        matches!(outcome, Outcome::ProviderDiagnosticRecorded { .. }),
         "the pinned false positive marks: {outcome:?}"
     );
     let verdict = terminal(&mut session, OVERLOADED_TERMINAL);
     assert_eq!(
         verdict.safety,
-        Safety::DiagnosticNotContained {
+        Safety::ProviderDiagnosticNotContained {
             code: "provider_overloaded".into()
         }
     );
@@ -518,7 +548,7 @@ fn ac_16_a_code_divergence_with_containment_is_unsafe() {
         "API Error: 500 Internal Server Error, then API Error: 529 overloaded_error",
     );
     assert!(
-        matches!(verdict.safety, Safety::DiagnosticCodeDiffers { .. }),
+        matches!(verdict.safety, Safety::ProviderDiagnosticCodeDiffers { .. }),
         "{:?}",
         verdict.safety
     );
@@ -534,7 +564,7 @@ fn ac_16_a_terminal_that_classifies_to_nothing_matches_no_diagnostic() {
     );
     let verdict = terminal(&mut session, "Internal error");
     assert!(
-        matches!(verdict.safety, Safety::DiagnosticCodeDiffers { .. }),
+        matches!(verdict.safety, Safety::ProviderDiagnosticCodeDiffers { .. }),
         "{:?}",
         verdict.safety
     );
@@ -559,7 +589,7 @@ fn ac_21_ordinary_output_after_a_diagnostic_clears_it_and_closes_the_fence() {
     );
     let verdict = terminal(&mut session, OVERLOADED_TERMINAL);
     assert_eq!(verdict.safety, Safety::OutputObserved);
-    assert_eq!(verdict.recorded_diagnostic, None);
+    assert_eq!(verdict.recorded_provider_diagnostic, None);
 }
 
 #[test]
@@ -569,11 +599,17 @@ fn ac_21_a_tool_after_a_diagnostic_keeps_it_but_fails_the_attempt() {
         &mut session,
         chunk("claude-acp", Role::Assistant, OVERLOADED_CHUNK),
     );
-    apply(&mut session, Event::ToolCall { claim: claim(7) });
+    apply(
+        &mut session,
+        Event::ToolCall {
+            claim: claim(7),
+            scope: ToolScope::TopLevel,
+        },
+    );
     let verdict = terminal(&mut session, OVERLOADED_TERMINAL);
     assert_eq!(verdict.safety, Safety::EffectObserved);
     assert_eq!(
-        verdict.recorded_diagnostic.as_deref(),
+        verdict.recorded_provider_diagnostic.as_deref(),
         Some("provider_overloaded"),
         "tools do not clear it"
     );
@@ -594,11 +630,11 @@ fn ac_23_the_first_diagnostic_wins_and_a_marked_chunk_does_not_clear_it() {
             "API Error: 500 Internal Server Error",
         ),
     );
-    assert_eq!(second, Outcome::DiagnosticIgnored);
+    assert_eq!(second, Outcome::ProviderDiagnosticIgnored);
     let verdict = terminal(&mut session, OVERLOADED_TERMINAL);
     assert_eq!(
         verdict.safety,
-        Safety::SafeDiagnosticConfirmed {
+        Safety::SafeProviderDiagnosticConfirmed {
             code: "provider_overloaded".into()
         }
     );
@@ -616,7 +652,7 @@ fn ac_23_a_diagnostic_after_output_is_not_recorded() {
             &mut session,
             chunk("claude-acp", Role::Assistant, OVERLOADED_CHUNK)
         ),
-        Outcome::DiagnosticIgnored
+        Outcome::ProviderDiagnosticIgnored
     );
     assert_eq!(
         terminal(&mut session, OVERLOADED_TERMINAL).safety,
@@ -697,7 +733,7 @@ fn cursor_marker(text: &str) -> Event {
         claim: claim(7),
         role: Role::Assistant,
         text: text.into(),
-        diagnostic_candidate: false,
+        provider_diagnostic_candidate: false,
     }
 }
 
@@ -787,7 +823,13 @@ fn ac_13_progress_supersedes_a_pending_marker_but_a_tool_update_does_not() {
         &mut session,
         cursor_marker("Error: RetriableError: Connection stalled"),
     );
-    apply(&mut session, Event::ToolCall { claim: claim(7) });
+    apply(
+        &mut session,
+        Event::ToolCall {
+            claim: claim(7),
+            scope: ToolScope::TopLevel,
+        },
+    );
     assert_eq!(
         apply(&mut session, returned()),
         Outcome::Completed,
@@ -856,7 +898,7 @@ fn ac_12_a_stale_generation_marker_is_not_a_marker() {
         claim: claim(6),
         role: Role::Assistant,
         text: "Error: RetriableError: Connection stalled".into(),
-        diagnostic_candidate: false,
+        provider_diagnostic_candidate: false,
     };
     assert_eq!(apply(&mut session, stale), Outcome::Stale);
     assert_eq!(apply(&mut session, returned()), Outcome::Completed);

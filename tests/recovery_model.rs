@@ -26,14 +26,17 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::SystemTime;
 
-use faultline_runtime::recovery::cursor::{self, RetriableChunk};
-use faultline_runtime::recovery::projection::{
+use faultline_acp::dialect::recovery_profile;
+use faultline_recovery::cursor::{self, RetriableChunk};
+use faultline_recovery::projection::{
     ProjectionSource, PromptError, ProviderProjection, project_prompt_error, projected_message,
 };
-use faultline_runtime::recovery::session::{
-    Claim, Disposition, Event, LifecycleSnapshot, Outcome, Role, Safety, Session, Verdict,
-    diagnostic_candidate, normalize,
+use faultline_recovery::prompt::{
+    Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict,
+    normalize_provider_diagnostic as normalize, provider_diagnostic_candidate,
 };
+use faultline_recovery::response_attempt::ToolScope;
+use faultline_recovery::{Effect, Recovery, RecoveryEvent as Event};
 use faultline_runtime::vocab::{Class, Confidence, Phase};
 use faultline_runtime::{Bundle, Classification, Evidence};
 use proptest::prelude::*;
@@ -49,7 +52,10 @@ const OVERLOADED_CHUNK: &str = "API Error: 529 {\"type\":\"error\",\"error\":{\"
 const OVERLOADED_TERMINAL: &str = "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
 const PROXY_CHUNK: &str = "API Error: 403 {\"error\":{\"type\":\"proxy_error\",\"message\":\"credentials were refused\"}}";
 
-const PROVIDERS: &[&str] = &["claude-acp", "cursor-acp", "codex-acp", ""];
+const PROVIDERS: &[&str] = &["claude-acp", CURSOR, "codex-acp", ""];
+
+/// The adapter id whose chunks Cursor's observer reads (§D.5 check 1).
+const CURSOR: &str = "cursor-acp";
 
 /// Streamed chunk texts: real diagnostics, prose quoting them, ordinary prose, empty text,
 /// Cursor markers and vetoed or malformed markers.
@@ -98,6 +104,16 @@ const EXECUTIONS: &[Option<&str>] = &[None, Some("exec-1"), Some("exec-2")];
 const GENERATIONS: &[u64] = &[0, 1, 2, 7];
 const MODELS: &[&str] = &["claude-sonnet-4", "gpt-5", ""];
 const OCCURRED_AT: &[&str] = &["2026-10-01T08:00:00Z", "2026-10-03T23:59:59Z"];
+
+/// A `session/prompt` error as the agent's JSON-RPC error object carries it, read the way the
+/// event log and the adapter read it.
+fn prompt_error(code: i64, message: &str, data: Option<serde_json::Value>) -> PromptError {
+    let mut object = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        object["data"] = data;
+    }
+    serde_json::from_value(object).unwrap()
+}
 
 fn data(index: usize) -> Option<serde_json::Value> {
     match index {
@@ -179,7 +195,7 @@ fn marked(provider: &str, role: Role, text: &str) -> bool {
     if let Some(found) = MARKED.with(|cache| cache.borrow().get(&key).copied()) {
         return found;
     }
-    let decided = diagnostic_candidate(&BUNDLE, provider, role, text);
+    let decided = provider_diagnostic_candidate(&BUNDLE, provider, role, text);
     MARKED.with(|cache| cache.borrow_mut().insert(key, decided));
     decided
 }
@@ -236,11 +252,12 @@ fn claim_of(event: &Event) -> Option<&Claim> {
         | Event::PromptBound { claim }
         | Event::Chunk { claim, .. }
         | Event::PartialResult { claim }
-        | Event::ToolCall { claim }
+        | Event::ToolCall { claim, .. }
         | Event::ToolUpdate { claim }
         | Event::PromptReturned { claim, .. }
         | Event::PromptFailed { claim, .. } => Some(claim),
         Event::ModelSettled { .. } | Event::LifecycleRetired => None,
+        other => panic!("the model covers the prompt-attempt evidence only, not {other:?}"),
     }
 }
 
@@ -426,21 +443,21 @@ impl View<'_> {
                 claim,
                 role,
                 text,
-                diagnostic_candidate,
+                provider_diagnostic_candidate,
             } => {
                 if *role == Role::User || text.trim().is_empty() {
                     return Kind::Nothing;
                 }
                 // §D.5: Cursor's observer runs first, on a current assistant chunk of the
                 // active non-zero generation.
-                if self.provider == cursor::CURSOR_PROVIDER_ID
+                if self.provider == CURSOR
                     && *role == Role::Assistant
                     && claim.generation != 0
                     && let RetriableChunk::Marker { observed } = cursor::retriable_chunk(text)
                 {
                     return Kind::CursorMarker { observed };
                 }
-                if *role == Role::Assistant && *diagnostic_candidate {
+                if *role == Role::Assistant && *provider_diagnostic_candidate {
                     // §D.3 observeProviderDiagnostic step 1.
                     let classification = classify(self.provider, text);
                     let normalized = norm(text);
@@ -461,7 +478,7 @@ impl View<'_> {
             Event::PromptFailed {
                 lifecycle: Some(snapshot),
                 ..
-            } => match &snapshot.diagnostic_text {
+            } => match &snapshot.provider_diagnostic_text {
                 Some(text) => {
                     let classification = classify(self.provider, text);
                     let normalized = norm(text);
@@ -619,7 +636,7 @@ impl View<'_> {
         occurred_at: &str,
     ) -> Verdict {
         let terminal = classify(self.provider, &projection.message);
-        let mut recorded_diagnostic = None;
+        let mut recorded_provider_diagnostic = None;
         let safety = 'safety: {
             // "No attempt was ever begun" outranks a retired lifecycle: the reference's
             // flag order (§A.5) gives no reason, the `Safety` docs do.
@@ -642,24 +659,24 @@ impl View<'_> {
             // is ordinary output; otherwise first wins, and only before output or tools.
             // Only a current failure's snapshot counts: stale evidence changes nothing (§A.5).
             let current_snapshot = lifecycle.filter(|_| corr == Corr::Current);
-            if let Some(text) = current_snapshot.and_then(|l| l.diagnostic_text.as_ref()) {
+            if let Some(text) = current_snapshot.and_then(|l| l.provider_diagnostic_text.as_ref()) {
                 let classification = classify(self.provider, text);
                 let normalized = norm(text);
                 if !eligible(&classification) || normalized.is_empty() {
                     // Ordinary output closes the output fence (§D.2, §G.4 fail closed), also
                     // when the stream already recorded a diagnostic. It does not clear that
                     // diagnostic as a streamed output chunk would (§D.2): that changes only
-                    // `recorded_diagnostic`, the verdict is output-observed either way.
+                    // `recorded_provider_diagnostic`, the verdict is output-observed either way.
                     lifecycle_output = true;
                 } else if !output && !effect && diagnostic.is_none() {
                     output = true;
                     diagnostic = Some((classification.code, normalized));
                 }
             }
-            // The verdict reports the record's diagnostic (the `Verdict::recorded_diagnostic`
+            // The verdict reports the record's diagnostic (the `Verdict::recorded_provider_diagnostic`
             // docs: "if one was recorded and not cleared"), whichever attempt the failure
             // claims; a stale failure's own snapshot never reaches it (above).
-            recorded_diagnostic = diagnostic.as_ref().map(|(code, _)| code.clone());
+            recorded_provider_diagnostic = diagnostic.as_ref().map(|(code, _)| code.clone());
             if self.retired() {
                 break 'safety Safety::LifecycleRetired;
             }
@@ -692,10 +709,10 @@ impl View<'_> {
             match diagnostic {
                 Some((code, text)) => {
                     if !(eligible(&terminal) && terminal.code == code) {
-                        Safety::DiagnosticCodeDiffers {
+                        Safety::ProviderDiagnosticCodeDiffers {
                             recorded: code,
                             // The spelling of "none that is high-confidence and
-                            // fallback-eligible" (the `Safety::DiagnosticCodeDiffers` docs).
+                            // fallback-eligible" (the `Safety::ProviderDiagnosticCodeDiffers` docs).
                             terminal: if eligible(&terminal) {
                                 terminal.code.clone()
                             } else {
@@ -703,9 +720,9 @@ impl View<'_> {
                             },
                         }
                     } else if !norm(&projection.message).contains(&text) {
-                        Safety::DiagnosticNotContained { code }
+                        Safety::ProviderDiagnosticNotContained { code }
                     } else {
-                        Safety::SafeDiagnosticConfirmed { code }
+                        Safety::SafeProviderDiagnosticConfirmed { code }
                     }
                 }
                 None if output => Safety::OutputObserved,
@@ -714,7 +731,7 @@ impl View<'_> {
         };
         // §A.6: effect → tool_execution; output or unknown → streaming; else prompt_send.
         let phase = match &safety {
-            Safety::Safe | Safety::SafeDiagnosticConfirmed { .. } => Phase::PromptSend,
+            Safety::Safe | Safety::SafeProviderDiagnosticConfirmed { .. } => Phase::PromptSend,
             Safety::EffectObserved => Phase::ToolExecution,
             _ => Phase::Streaming,
         };
@@ -727,7 +744,7 @@ impl View<'_> {
         Verdict {
             projection,
             classification,
-            recorded_diagnostic,
+            recorded_provider_diagnostic,
             safety,
             disposition,
         }
@@ -795,7 +812,7 @@ impl View<'_> {
                         message: projected_message(&observed),
                         rpc_code: None,
                         error_kind: None,
-                        provider_id: Some(cursor::CURSOR_PROVIDER_ID.to_owned()),
+                        provider_id: Some(CURSOR.to_owned()),
                         model_id: None,
                     };
                     Outcome::Failed(Box::new(self.verdict(claim, projection, None, occurred_at)))
@@ -820,7 +837,7 @@ impl View<'_> {
                 cleared_diagnostic: diagnostic_before,
             },
             Kind::Effect => Outcome::Effect,
-            Kind::Demoted => Outcome::DiagnosticDemoted,
+            Kind::Demoted => Outcome::ProviderDiagnosticDemoted,
             Kind::Diagnostic { code, .. } => {
                 let blocked = evidence.iter().any(|(_, k)| {
                     matches!(
@@ -833,9 +850,9 @@ impl View<'_> {
                     )
                 });
                 if blocked {
-                    Outcome::DiagnosticIgnored
+                    Outcome::ProviderDiagnosticIgnored
                 } else {
-                    Outcome::DiagnosticRecorded { code }
+                    Outcome::ProviderDiagnosticRecorded { code }
                 }
             }
             Kind::CursorMarker { .. } => Outcome::CursorMarkerPending,
@@ -1022,7 +1039,7 @@ fn materialize(provider: &str, specs: &[Spec]) -> Vec<Event> {
                     claim: resolve(claim, &current),
                     role: *role,
                     text: text.to_owned(),
-                    diagnostic_candidate: match marker {
+                    provider_diagnostic_candidate: match marker {
                         Marker::Decided => marked(provider, *role, text),
                         Marker::Forced(flag) => *flag,
                     },
@@ -1033,6 +1050,7 @@ fn materialize(provider: &str, specs: &[Spec]) -> Vec<Event> {
             },
             Spec::Tool(claim) => Event::ToolCall {
                 claim: resolve(claim, &current),
+                scope: ToolScope::TopLevel,
             },
             Spec::ToolUpdate(claim) => Event::ToolUpdate {
                 claim: resolve(claim, &current),
@@ -1050,17 +1068,13 @@ fn materialize(provider: &str, specs: &[Spec]) -> Vec<Event> {
                 lifecycle,
             } => Event::PromptFailed {
                 claim: resolve(claim, &current),
-                error: PromptError {
-                    code: *code,
-                    message: TERMINAL_TEXTS[*message].to_owned(),
-                    data: data(*d),
-                },
+                error: prompt_error(*code, TERMINAL_TEXTS[*message], data(*d)),
                 occurred_at: OCCURRED_AT[*occurred_at].to_owned(),
                 lifecycle: lifecycle.map(|(known, output, effect, text)| LifecycleSnapshot {
                     evidence_known: known,
                     output_observed: output,
                     effect_observed: effect,
-                    diagnostic_text: text.map(|t| CHUNK_TEXTS[t].to_owned()),
+                    provider_diagnostic_text: text.map(|t| CHUNK_TEXTS[t].to_owned()),
                 }),
             },
             Spec::Retired => Event::LifecycleRetired,
@@ -1079,9 +1093,20 @@ fn session() -> impl Strategy<Value = (String, Vec<Event>)> {
         })
 }
 
+/// The engine's evidence outcome of each event, for a session whose adapter negotiated
+/// `provider` (the profile is the adapter's: the model decides Cursor by the id itself).
 fn run_engine(provider: &str, events: &[Event]) -> Vec<Outcome> {
-    let mut session = Session::new(provider);
-    events.iter().map(|e| session.apply(&BUNDLE, e)).collect()
+    let mut session = Recovery::new(recovery_profile(provider));
+    events
+        .iter()
+        .map(|e| {
+            let effects = session.apply(&BUNDLE, e.clone());
+            match effects.as_slice() {
+                [Effect::Evidence(outcome)] => outcome.clone(),
+                other => panic!("expected one evidence outcome, got {other:?}"),
+            }
+        })
+        .collect()
 }
 
 fn trace(events: &[Event], upto: usize) -> String {
@@ -1132,13 +1157,13 @@ fn check_automatic_is_pre_result(
             .unwrap_or(index);
         for event in &events[begin..first] {
             let unexplained = match event {
-                Event::ToolCall { claim } | Event::ToolUpdate { claim } => compatible(claim),
+                Event::ToolCall { claim, .. } | Event::ToolUpdate { claim } => compatible(claim),
                 Event::PartialResult { claim } => compatible(claim),
                 Event::Chunk {
                     claim,
                     role,
                     text,
-                    diagnostic_candidate,
+                    provider_diagnostic_candidate,
                 } => {
                     compatible(claim)
                         && !text.trim().is_empty()
@@ -1146,8 +1171,8 @@ fn check_automatic_is_pre_result(
                             Role::User => false,
                             Role::Thought => true,
                             Role::Assistant => {
-                                !*diagnostic_candidate
-                                    && (provider != cursor::CURSOR_PROVIDER_ID
+                                !*provider_diagnostic_candidate
+                                    && (provider != CURSOR
                                         || !matches!(
                                             cursor::retriable_chunk(text),
                                             RetriableChunk::Marker { .. }
@@ -1355,11 +1380,7 @@ fn re_binding_the_retired_attempt_does_not_re_open_the_lifecycle() {
             },
             Event::PromptFailed {
                 claim: full("exec-1", 1),
-                error: PromptError {
-                    code: -32603,
-                    message: OVERLOADED_TERMINAL.to_owned(),
-                    data: None,
-                },
+                error: prompt_error(-32603, OVERLOADED_TERMINAL, None),
                 occurred_at: OCCURRED_AT[0].to_owned(),
                 lifecycle: None,
             },
@@ -1384,7 +1405,7 @@ fn a_partial_result_does_not_supersede_a_cursor_marker() {
                 claim: full("exec-1", 1),
                 role: Role::Assistant,
                 text: "Error: RetriableError: [unavailable] PING timed out".to_owned(),
-                diagnostic_candidate: false,
+                provider_diagnostic_candidate: false,
             },
             Event::PartialResult {
                 claim: full("exec-1", 1),
@@ -1421,11 +1442,7 @@ fn a_completed_prompt_is_not_failed_again_by_a_claim_that_adopts_the_execution()
             },
             Event::PromptFailed {
                 claim: full("exec-1", 1),
-                error: PromptError {
-                    code: -32603,
-                    message: OVERLOADED_TERMINAL.to_owned(),
-                    data: None,
-                },
+                error: prompt_error(-32603, OVERLOADED_TERMINAL, None),
                 occurred_at: OCCURRED_AT[0].to_owned(),
                 lifecycle: None,
             },
@@ -1441,11 +1458,7 @@ fn a_completed_prompt_is_not_failed_again_by_a_claim_that_adopts_the_execution()
 fn a_stale_failure_does_not_consume_a_pending_cursor_marker() {
     let stale = |generation| Event::PromptFailed {
         claim: full("exec-1", generation),
-        error: PromptError {
-            code: -32603,
-            message: OVERLOADED_TERMINAL.to_owned(),
-            data: None,
-        },
+        error: prompt_error(-32603, OVERLOADED_TERMINAL, None),
         occurred_at: OCCURRED_AT[0].to_owned(),
         lifecycle: None,
     };
@@ -1459,7 +1472,7 @@ fn a_stale_failure_does_not_consume_a_pending_cursor_marker() {
                 claim: full("exec-1", 7),
                 role: Role::Assistant,
                 text: "Error: RetriableError: [unavailable] PING timed out".to_owned(),
-                diagnostic_candidate: false,
+                provider_diagnostic_candidate: false,
             },
             stale(6),
             Event::PromptReturned {
@@ -1487,19 +1500,15 @@ fn a_non_eligible_lifecycle_diagnostic_counts_as_output() {
                 claim: full("exec-1", 1),
                 role: Role::Assistant,
                 text: OVERLOADED_CHUNK.to_owned(),
-                diagnostic_candidate: true,
+                provider_diagnostic_candidate: true,
             },
             Event::PromptFailed {
                 claim: full("exec-1", 1),
-                error: PromptError {
-                    code: -32603,
-                    message: OVERLOADED_TERMINAL.to_owned(),
-                    data: None,
-                },
+                error: prompt_error(-32603, OVERLOADED_TERMINAL, None),
                 occurred_at: OCCURRED_AT[0].to_owned(),
                 lifecycle: Some(LifecycleSnapshot {
                     evidence_known: true,
-                    diagnostic_text: Some("peer disconnected before response".to_owned()),
+                    provider_diagnostic_text: Some("peer disconnected before response".to_owned()),
                     ..LifecycleSnapshot::default()
                 }),
             },
@@ -1517,11 +1526,7 @@ fn a_non_eligible_lifecycle_diagnostic_counts_as_output() {
 fn a_stale_failure_does_not_import_its_lifecycle_diagnostic() {
     let failed = |claim: Claim, lifecycle| Event::PromptFailed {
         claim,
-        error: PromptError {
-            code: -32603,
-            message: OVERLOADED_TERMINAL.to_owned(),
-            data: None,
-        },
+        error: prompt_error(-32603, OVERLOADED_TERMINAL, None),
         occurred_at: OCCURRED_AT[0].to_owned(),
         lifecycle,
     };
@@ -1535,7 +1540,7 @@ fn a_stale_failure_does_not_import_its_lifecycle_diagnostic() {
                 full("exec-1", 1),
                 Some(LifecycleSnapshot {
                     evidence_known: false,
-                    diagnostic_text: Some(OVERLOADED_CHUNK.to_owned()),
+                    provider_diagnostic_text: Some(OVERLOADED_CHUNK.to_owned()),
                     ..LifecycleSnapshot::default()
                 }),
             ),

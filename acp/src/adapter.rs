@@ -6,9 +6,13 @@
 //! # What it decides
 //!
 //! - The provider-diagnostic candidate marker, **once**, for every assistant message chunk,
-//!   with [`diagnostic_candidate`] under the adapter's negotiated provider id (AC .20). User and
-//!   thought chunks never carry it.
+//!   with [`provider_diagnostic_candidate`] under the adapter's negotiated provider id (AC .20).
+//!   User and thought chunks never carry it.
 //! - The settled model: the last non-empty current value of a `model` configuration option.
+//! - The dialect, from the negotiated provider id ([`Dialect::for_agent`]): the engine's
+//!   [`ProviderProfile`] ([`Adapter::recovery_profile`]), and, for Codex, a
+//!   `session_info_update` whose `_meta` is the exact retry-boundary shape becomes
+//!   [`AdapterEvent::ResponseAttemptReset`] (AC .26).
 //! - The projection of a prompt error: only its code, its message and a validated
 //!   `data.errorKind` cross; raw `data` never does (AC .22, .24).
 //!
@@ -37,15 +41,15 @@ use agent_client_protocol::v1::schema::{
     SessionUpdate,
 };
 use agent_client_protocol::{ByteStreams, Client, schema::ProtocolVersion};
+use faultline_recovery::ProviderProfile;
+use faultline_recovery::projection::{PromptError, ProviderProjection, project_prompt_error};
+use faultline_recovery::prompt::{Role, provider_diagnostic_candidate};
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::{
-    PromptError, ProviderProjection, project_prompt_error,
-};
-use faultline_runtime::recovery::session::{Role, diagnostic_candidate};
 use futures::StreamExt as _;
 use futures::channel::{mpsc, oneshot};
 use futures::io::{AsyncRead, AsyncWrite};
 
+use crate::dialect::{self, Dialect};
 use crate::event::{AdapterEvent, ChunkRole};
 
 /// The client name the adapter announces in `initialize`.
@@ -136,8 +140,7 @@ pub struct PromptFailure {
     /// The sanitized projection with the allowlisted metadata.
     pub projection: ProviderProjection,
     /// The error for the recovery engine's `prompt_failed` event: the code and message as the
-    /// agent sent them, and `data` reduced to the validated `errorKind` (raw data never
-    /// crosses).
+    /// agent sent them, and of `data` only the validated `errorKind` (raw data never crosses).
     pub error: PromptError,
 }
 
@@ -171,6 +174,7 @@ struct Shared {
 pub struct Adapter {
     bundle: Arc<Bundle>,
     provider_id: String,
+    dialect: Dialect,
     queue: mpsc::UnboundedSender<Work>,
     worker: Mutex<Option<mpsc::UnboundedReceiver<Work>>>,
     events: mpsc::UnboundedSender<AdapterEvent>,
@@ -195,10 +199,12 @@ impl Adapter {
     pub fn new(bundle: Arc<Bundle>, provider_id: impl Into<String>) -> (Adapter, AdapterEvents) {
         let (queue, worker) = mpsc::unbounded();
         let (events, receiver) = mpsc::unbounded();
+        let provider_id = provider_id.into();
         (
             Adapter {
                 bundle,
-                provider_id: provider_id.into(),
+                dialect: Dialect::for_agent(&provider_id),
+                provider_id,
                 queue,
                 worker: Mutex::new(Some(worker)),
                 events,
@@ -216,6 +222,17 @@ impl Adapter {
     /// The negotiated provider id.
     pub fn provider_id(&self) -> &str {
         &self.provider_id
+    }
+
+    /// The dialect of the negotiated provider id.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// What the recovery engine needs to know of this adapter's sessions: the profile to build
+    /// their `faultline_recovery::Recovery` with.
+    pub fn recovery_profile(&self) -> ProviderProfile {
+        self.dialect.profile(&self.provider_id)
     }
 
     /// The session's settled model: the last non-empty current model id the agent published.
@@ -370,17 +387,13 @@ impl Adapter {
         let raw = PromptError {
             code: i64::from(error.code.value()),
             message: error.message.clone(),
-            data: error.data.clone(),
+            error_kind: declared_error_kind(error.data.as_ref()),
         };
         let projection =
             project_prompt_error(&raw, &self.provider_id, self.settled_model().as_deref());
         let error = PromptError {
-            code: raw.code,
-            message: raw.message,
-            data: projection
-                .error_kind
-                .as_ref()
-                .map(|kind| serde_json::json!({ "errorKind": kind })),
+            error_kind: projection.error_kind.clone(),
+            ..raw
         };
         PromptFailure { projection, error }
     }
@@ -413,8 +426,12 @@ impl Adapter {
         let event = match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
                 let text = content_text(&chunk.content);
-                let diagnostic_candidate =
-                    diagnostic_candidate(&self.bundle, &self.provider_id, Role::Assistant, &text);
+                let diagnostic_candidate = provider_diagnostic_candidate(
+                    &self.bundle,
+                    &self.provider_id,
+                    Role::Assistant,
+                    &text,
+                );
                 Some(AdapterEvent::MessageChunk {
                     role: ChunkRole::Assistant,
                     text,
@@ -452,6 +469,11 @@ impl Adapter {
                     }
                 })
             }
+            SessionUpdate::SessionInfoUpdate(info) => info
+                .meta
+                .map(serde_json::Value::Object)
+                .filter(|meta| dialect::response_attempt_reset(self.dialect, meta))
+                .map(|_| AdapterEvent::ResponseAttemptReset),
             // Plans, commands, modes, usage and the rest are no recovery evidence.
             _ => None,
         };
@@ -465,6 +487,16 @@ impl Adapter {
             let _ = self.events.unbounded_send(event);
         }
     }
+}
+
+/// `data.errorKind` as the agent declared it, when `data` is an object and the value a string:
+/// the only part of `data` ever read.
+fn declared_error_kind(data: Option<&serde_json::Value>) -> Option<String> {
+    data?
+        .as_object()?
+        .get("errorKind")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// A content block's text. Content without text (an image, audio, a resource) still counts:
@@ -489,4 +521,75 @@ fn setup_error(step: &'static str, error: &agent_client_protocol::Error) -> Adap
 /// An SDK error as text: its code and message, never its data.
 fn describe(error: &agent_client_protocol::Error) -> String {
     format!("{} ({})", error.message, error.code.value())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::LazyLock;
+
+    use agent_client_protocol::v1::schema::SessionInfoUpdate;
+    use serde_json::json;
+
+    use super::*;
+
+    static BUNDLE: LazyLock<Arc<Bundle>> =
+        LazyLock::new(|| Arc::new(faultline_testkit::catalogue_bundle()));
+
+    fn session_info(meta: serde_json::Value) -> SessionUpdate {
+        let serde_json::Value::Object(meta) = meta else {
+            panic!("`_meta` is an object");
+        };
+        SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title("Working").meta(meta))
+    }
+
+    /// The events converting `updates` publishes, for an adapter of `provider_id`.
+    fn converted(provider_id: &str, updates: Vec<SessionUpdate>) -> Vec<AdapterEvent> {
+        let (adapter, mut events) = Adapter::new(Arc::clone(&BUNDLE), provider_id);
+        for update in updates {
+            adapter.convert(update);
+        }
+        events.drain()
+    }
+
+    #[test]
+    fn ac_26_a_codex_boundary_is_a_typed_event_and_nothing_else_is() {
+        let boundary = json!({"codex": {"error": {
+            "message": "Reconnecting... 2/5",
+            "willRetry": true,
+            "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 502}},
+        }}});
+        let terminal = json!({"codex": {"error": {
+            "willRetry": false,
+            "codexErrorInfo": {"responseStreamDisconnected": {}},
+        }}});
+        assert_eq!(
+            converted(
+                "codex-acp",
+                vec![session_info(boundary.clone()), session_info(terminal)]
+            ),
+            vec![AdapterEvent::ResponseAttemptReset]
+        );
+        // Another dialect's update never forms a boundary, whatever its metadata says; an
+        // update without metadata is ordinary session information.
+        for agent in ["claude-acp", "cursor-acp", "mock-agent"] {
+            assert_eq!(
+                converted(agent, vec![session_info(boundary.clone())]),
+                Vec::new(),
+                "{agent}"
+            );
+        }
+        let bare = SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new());
+        assert_eq!(converted("codex-acp", vec![bare]), Vec::new());
+    }
+
+    #[test]
+    fn the_recovery_profile_follows_the_dialect() {
+        let (cursor, _) = Adapter::new(Arc::clone(&BUNDLE), "cursor-acp");
+        assert_eq!(cursor.dialect(), Dialect::Cursor);
+        assert!(cursor.recovery_profile().retriable_error_barrier());
+        let (claude, _) = Adapter::new(Arc::clone(&BUNDLE), "claude-acp");
+        assert_eq!(claude.dialect(), Dialect::Generic);
+        assert_eq!(claude.recovery_profile().provider_id(), "claude-acp");
+        assert!(!claude.recovery_profile().retriable_error_barrier());
+    }
 }

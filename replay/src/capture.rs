@@ -13,15 +13,15 @@
 //! and raw error `data` beyond a validated `errorKind` (it never crosses the boundary).
 //!
 //! This module also bridges blocking standard streams to the adapter's async byte streams
-//! (one thread per direction), for spawned agents and for [`serve_stdio`].
+//! (one thread per direction), for spawned agents and for [`serve`].
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use faultline_recovery::projection::ProjectionSource;
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::ProjectionSource;
 
 use crate::fixture::{
     AgentId, Capture, Case, Expect, ExpectedProjection, Fixture, FixtureError, Frame, Gateway,
@@ -63,6 +63,12 @@ pub enum CaptureError {
     /// The draft could not be encoded.
     #[error("cannot encode the draft: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The turn has a response-attempt retry boundary (a Codex `session_info_update`), which
+    /// no replay frame can hold: dropping it would draft a fixture of another turn.
+    #[error(
+        "the turn crossed a response-attempt retry boundary, which replay fixtures cannot hold; capture a turn without one"
+    )]
+    ResponseAttemptBoundary,
 }
 
 /// A draft that passed the loader's document lints, and its file text.
@@ -120,6 +126,9 @@ pub fn draft(
             AdapterEvent::ModelSettled { model_id } => Frame::ModelSettled {
                 model_id: model_id.clone(),
             },
+            AdapterEvent::ResponseAttemptReset => {
+                return Err(CaptureError::ResponseAttemptBoundary);
+            }
         };
         frames.push(frame);
         tokens.extend(Token::of(event));
@@ -129,12 +138,14 @@ pub fn draft(
             frames.push(Frame::PromptError {
                 code: failure.error.code,
                 message: failure.error.message.clone(),
-                data: failure
-                    .error
-                    .data
-                    .as_ref()
-                    .and_then(serde_json::Value::as_object)
-                    .cloned(),
+                data: failure.error.error_kind.as_ref().map(|kind| {
+                    let mut data = serde_json::Map::new();
+                    data.insert(
+                        "errorKind".to_owned(),
+                        serde_json::Value::String(kind.clone()),
+                    );
+                    data
+                }),
             });
             tokens.push(Token::Error);
             ExpectedProjection {

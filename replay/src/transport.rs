@@ -25,7 +25,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, ByteStreams, Responder, V1};
-use faultline_runtime::recovery::projection::{ProviderProjection, projected_message};
+use faultline_recovery::projection::{ProviderProjection, projected_message};
 use faultline_runtime::{Bundle, Classification};
 use futures::channel::oneshot;
 use futures::io::{AsyncRead, AsyncWrite};

@@ -15,15 +15,18 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+use faultline_acp::dialect::recovery_profile;
 use faultline_acp::event::ChunkRole;
+use faultline_recovery::projection::project_prompt_error;
+use faultline_recovery::prompt::{Claim, Role, provider_diagnostic_candidate};
+use faultline_recovery::response_attempt::ToolScope;
+use faultline_recovery::{Recovery, RecoveryEvent as Event};
 use faultline_replay::fixture::{
     AgentId, Capture, Case, Cell, Fixture, FixtureError, Frame, Gateway, Lint, Token,
     classify_projection, forbidden, lints_markdown_table, load_corpus, load_str,
     missing_required_cells, replay_recovery, replay_recovery_in,
 };
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::project_prompt_error;
-use faultline_runtime::recovery::session::{Claim, Event, Role, Session, diagnostic_candidate};
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {
@@ -137,7 +140,7 @@ fn every_expectation_agrees_with_the_catalogue() {
                         ChunkRole::Assistant => Role::Assistant,
                         ChunkRole::User => Role::User,
                     };
-                    let marked = diagnostic_candidate(&BUNDLE, agent, role, text);
+                    let marked = provider_diagnostic_candidate(&BUNDLE, agent, role, text);
                     if marked != (step.token == Some(Token::DiagnosticChunk)) {
                         failures.push(format!(
                             "{}: frames[{}]: the adapter marks it {marked}, the fixture expects {:?}",
@@ -177,7 +180,7 @@ fn ac_18_replay_is_deterministic_twice_and_over_a_stale_record() {
 
         // A stale record under the same session: another execution and generation, with a
         // recorded diagnostic, output and tool activity. Beginning the attempt replaces it.
-        let mut session = Session::new(fixture.agent_id.as_str());
+        let mut session = Recovery::new(recovery_profile(fixture.agent_id.as_str()));
         let stale = Claim {
             execution_id: Some("exec-stale".to_owned()),
             generation: 3,
@@ -191,19 +194,20 @@ fn ac_18_replay_is_deterministic_twice_and_over_a_stale_record() {
                 claim: stale.clone(),
                 role: Role::Assistant,
                 text: text.to_owned(),
-                diagnostic_candidate: true,
+                provider_diagnostic_candidate: true,
             },
             Event::Chunk {
                 claim: stale.clone(),
                 role: Role::Thought,
                 text: "thinking".to_owned(),
-                diagnostic_candidate: false,
+                provider_diagnostic_candidate: false,
             },
             Event::ToolCall {
                 claim: stale.clone(),
+                scope: ToolScope::TopLevel,
             },
         ] {
-            session.apply(&BUNDLE, &event);
+            let _planted = session.apply(&BUNDLE, event);
         }
         let planted = replay_recovery_in(&BUNDLE, &fixture, &mut session).unwrap();
         assert_eq!(first, planted, "{}", fixture.name);

@@ -18,10 +18,10 @@ use std::sync::{Arc, LazyLock};
 use faultline_acp::adapter::{Adapter, PromptOutcome};
 use faultline_acp::event::{AdapterEvent, ChunkRole};
 use faultline_acp::pipe::pipe;
+use faultline_recovery::projection::ProjectionSource;
 use faultline_replay::fixture::{Case, Fixture, Frame, Token, load_corpus};
 use faultline_replay::transport::{FakeAgent, Schedule, check, replay};
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::projection::ProjectionSource;
 use serde_json::json;
 
 /// How many times each queued fixture is replayed with its worker held, each time releasing
@@ -217,9 +217,10 @@ fn ac_24_a_signature_only_in_data_never_crosses() {
         failure.projection.error_kind.as_deref(),
         Some("server_error")
     );
+    // The error for the engine keeps, of `data`, the validated `errorKind` alone.
     assert_eq!(
-        failure.error.data,
-        Some(json!({"errorKind": "server_error"}))
+        serde_json::to_value(&failure.error).unwrap().get("data"),
+        Some(&json!({"errorKind": "server_error"}))
     );
     let crossed = format!("{:?}", observed.outcome);
     assert!(!crossed.contains("peer disconnected"), "{crossed}");
@@ -254,7 +255,11 @@ fn ac_22_the_projection_carries_the_model_settled_before_the_failure_only() {
         failure.projection.error_kind, None,
         "a malformed errorKind is dropped"
     );
-    assert_eq!(failure.error.data, None);
+    assert_eq!(failure.error.error_kind, None);
+    assert_eq!(
+        serde_json::to_value(&failure.error).unwrap().get("data"),
+        None
+    );
     assert_eq!(
         failure.projection.provider_id.as_deref(),
         Some("claude-acp")
@@ -337,4 +342,40 @@ fn a_dead_agent_is_a_connection_error_not_a_projection() {
     let outcome =
         futures::executor::block_on(adapter.prompt(client_out, client_in, "hi", Path::new("/")));
     assert!(outcome.is_err(), "{outcome:?}");
+}
+
+/// No replay frame holds a response-attempt retry boundary, so a captured turn that crossed one
+/// is refused rather than drafted as a fixture of another turn.
+#[test]
+fn a_captured_response_attempt_boundary_is_refused() {
+    use faultline_replay::capture::{CaptureError, CaptureRequest, draft};
+    use faultline_replay::fixture::{AgentId, Gateway, Identity};
+
+    let (adapter, _events) = Adapter::new(Arc::clone(&BUNDLE), "codex-acp");
+    let request = CaptureRequest {
+        gateway: Gateway::parse("claude-direct").unwrap(),
+        case: Case::parse("matched").unwrap(),
+        agent_id: AgentId::CodexAcp,
+        identity: Identity {
+            session_id: "claude-direct-matched".to_owned(),
+            execution_id: "exec-claude-direct-matched".to_owned(),
+            prompt_generation: 7,
+        },
+        prompt: "Say hello.".to_owned(),
+        source: "faultline replay capture".to_owned(),
+        captured_at: "2026-10-01T08:00:00Z".to_owned(),
+    };
+    let events = [
+        AdapterEvent::ThoughtChunk {
+            text: "thinking".to_owned(),
+        },
+        AdapterEvent::ResponseAttemptReset,
+    ];
+    let outcome = PromptOutcome::Completed {
+        stop_reason: "end_turn".to_owned(),
+    };
+    assert!(matches!(
+        draft(&adapter, &events, &outcome, &request),
+        Err(CaptureError::ResponseAttemptBoundary)
+    ));
 }

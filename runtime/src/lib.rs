@@ -3,7 +3,6 @@
 //! - [`Bundle`]: a compiled catalogue, loaded from untrusted bytes with every byte validated;
 //!   [`Bundle::classify`] maps [`Evidence`] to a [`Classification`], always.
 //! - [`sanitize`]: the redaction tiers rules are written against.
-//! - [`recovery`]: the recovery-evidence layer: whether automatic recovery is safe.
 //! - [`timing`]: reset times, structured or read from the text, validated against a clock.
 //! - [`vocab`]: the closed vocabularies evidence and classifications are written in; the
 //!   catalogue checker validates `.rules` files against these same lists.
@@ -13,7 +12,6 @@
 
 pub mod bundle;
 mod evidence;
-pub mod recovery;
 pub mod sanitize;
 pub mod timing;
 pub mod vocab;

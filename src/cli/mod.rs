@@ -68,9 +68,10 @@ enum Command {
         after_help = "Examples:\n  faultline explain '{\"provider_id\":\"claude-acp\",\"stderr\":\"API Error: 529 overloaded_error\"}'\n  faultline explain --all --now 2026-10-01T08:00:00Z < evidence.json"
     )]
     Explain(explain::Args),
-    /// Replay a JSON-lines log of recovery events and print each outcome and terminal verdict.
+    /// Replay a JSON-lines log of recovery events and print every effect of each: verdicts,
+    /// transcript retractions, retry-notice store operations.
     #[command(
-        after_help = "Examples:\n  faultline recover examples/recovery/claude-overloaded.jsonl\n  faultline recover --json --provider claude-acp - < events.jsonl"
+        after_help = "Examples:\n  faultline recover examples/recovery/claude-overloaded.jsonl\n  faultline recover --json examples/recovery/notices.jsonl\n  faultline recover --json --provider claude-acp - < events.jsonl"
     )]
     Recover(recover::Args),
     /// Run every inline example and classification fixture; ends with `N passed, N failed`.

@@ -1,12 +1,17 @@
-//! `faultline recover`: replays a JSON-lines log of recovery events through the engine and
-//! prints what each event did, and each terminal verdict with its reason — for orchestrator
-//! authors debugging a session.
+//! `faultline recover`: replays a JSON-lines log of recovery events through the engine's one
+//! entry point (`faultline_recovery::Recovery`, one per session) and prints every effect of
+//! each event — what it did to the prompt-attempt evidence and each terminal verdict with its
+//! reason, the transcript records to retract, the retry-notice store operations — for
+//! orchestrator authors debugging a session. The log format is docs/recovery.md's.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use faultline_runtime::recovery::session::{Event, Outcome, Session};
-
+use faultline_acp::dialect::recovery_profile;
+use faultline_recovery::notices::{CancelReply, NoticeEffect, Report, WriteTarget};
+use faultline_recovery::prompt::{Disposition, Outcome};
+use faultline_recovery::response_attempt::{MessageId, TranscriptEffect};
+use faultline_recovery::{Effect, Recovery, RecoveryEvent};
 use faultline_runtime::Bundle;
 use serde_json::{Map, Value};
 
@@ -34,7 +39,9 @@ pub struct Args {
 
 /// One log line: an event, the session it belongs to (`session`, default `default`), and on a
 /// session's first line optionally its adapter's `provider_id`.
-fn parse(mut fields: Map<String, Value>) -> Result<(String, Option<String>, Event), LineError> {
+fn parse(
+    mut fields: Map<String, Value>,
+) -> Result<(String, Option<String>, RecoveryEvent), LineError> {
     let mut text = |key: &str| match fields.remove(key) {
         None => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
@@ -45,11 +52,11 @@ fn parse(mut fields: Map<String, Value>) -> Result<(String, Option<String>, Even
     };
     let session = text("session")?.unwrap_or_else(|| "default".to_owned());
     let provider = text("provider_id")?;
-    let event: Event = super::classify::typed(fields)?;
+    let event: RecoveryEvent = super::classify::typed(fields)?;
     Ok((session, provider, event))
 }
 
-fn describe(outcome: &Outcome) -> String {
+fn describe_outcome(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Failed(verdict) => format!(
             "terminal failure `{}` → {} ({}, {}, rule {}); {}; recovery: {}{}",
@@ -60,11 +67,11 @@ fn describe(outcome: &Outcome) -> String {
             verdict.classification.rule,
             verdict.safety,
             match verdict.disposition {
-                faultline_runtime::recovery::session::Disposition::Automatic => "automatic",
-                faultline_runtime::recovery::session::Disposition::Manual => "manual",
+                Disposition::Automatic => "automatic",
+                Disposition::Manual => "manual",
             },
             verdict
-                .recorded_diagnostic
+                .recorded_provider_diagnostic
                 .as_ref()
                 .map(|code| format!(" (recorded diagnostic `{code}`)"))
                 .unwrap_or_default(),
@@ -80,11 +87,11 @@ fn describe(outcome: &Outcome) -> String {
         } => "output fence closed; the recorded diagnostic is cleared".to_owned(),
         Outcome::Output { .. } => "output fence closed".to_owned(),
         Outcome::Effect => "effect fence closed".to_owned(),
-        Outcome::DiagnosticRecorded { code } => format!("diagnostic `{code}` recorded"),
-        Outcome::DiagnosticIgnored => {
+        Outcome::ProviderDiagnosticRecorded { code } => format!("diagnostic `{code}` recorded"),
+        Outcome::ProviderDiagnosticIgnored => {
             "diagnostic not recorded (output, tools or an earlier diagnostic came first)".to_owned()
         }
-        Outcome::DiagnosticDemoted => {
+        Outcome::ProviderDiagnosticDemoted => {
             "marked chunk is not a high-confidence, fallback-eligible failure: output".to_owned()
         }
         Outcome::Nothing => "nothing to observe".to_owned(),
@@ -101,11 +108,98 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
+fn ids(ids: &[MessageId]) -> String {
+    let ids: Vec<&str> = ids.iter().map(MessageId::as_str).collect();
+    format!("[{}]", ids.join(", "))
+}
+
+fn describe_transcript(effect: &TranscriptEffect) -> String {
+    match effect {
+        TranscriptEffect::DropUncommittedHistory { generation } => {
+            format!("drop the uncommitted assistant history of generation {generation}")
+        }
+        TranscriptEffect::Retract(retraction) => format!(
+            "retract records {} of generation {}",
+            ids(&retraction.message_ids),
+            retraction.generation
+        ),
+    }
+}
+
+fn describe_notice(effect: &NoticeEffect) -> String {
+    match effect {
+        NoticeEffect::ListNotices => "list the session's notices".to_owned(),
+        NoticeEffect::WriteNotice {
+            target,
+            notice,
+            cancel,
+        } => format!(
+            "{} (`{}`, {}, attempt {}/{}, due {}, Cancel stops loop {})",
+            match target {
+                WriteTarget::Create => "create the retry notice".to_owned(),
+                WriteTarget::Update(id) => format!("update notice `{id}` in place"),
+            },
+            notice.reason,
+            notice.provider,
+            notice.attempt,
+            notice.max_attempts,
+            faultline_runtime::timing::format_instant(notice.deadline),
+            cancel.loop_id.get()
+        ),
+        NoticeEffect::DeleteNotices { ids } => {
+            let ids: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
+            format!("delete notices [{}]", ids.join(", "))
+        }
+        NoticeEffect::DisarmRetry => "disarm the retry timer".to_owned(),
+        NoticeEffect::ShowManualRecovery => {
+            "offer manual recovery (Resume, Start fresh)".to_owned()
+        }
+        NoticeEffect::Reply(reply) => format!(
+            "reply: {}",
+            match reply {
+                CancelReply::Cancelled => "cancelled",
+                CancelReply::NoActiveRetry => "no active retry",
+                CancelReply::Refused => "refused",
+            }
+        ),
+        NoticeEffect::Report(report) => format!(
+            "report: {}",
+            match report {
+                Report::ListFailed => "the listing failed; nothing written or deleted".to_owned(),
+                Report::WriteFailed => "the write failed; no other notice created".to_owned(),
+                Report::NoticeUnreadable { ids } => format!(
+                    "unreadable messages [{}] may be the notice; none created",
+                    ids.iter()
+                        .map(|id| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Report::CleanupIncomplete { remaining } => format!(
+                    "notices [{}] could not be deleted; a later cleanup retries",
+                    remaining
+                        .iter()
+                        .map(|id| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        ),
+    }
+}
+
+fn describe(effect: &Effect) -> String {
+    match effect {
+        Effect::Evidence(outcome) => describe_outcome(outcome),
+        Effect::Transcript(effect) => describe_transcript(effect),
+        Effect::Notice(effect) => describe_notice(effect),
+    }
+}
+
 /// Recovery answers: what each event did, as text or as a JSON object.
 struct Replay<'a> {
     bundle: &'a Bundle,
     args: &'a Args,
-    sessions: BTreeMap<String, Session>,
+    sessions: BTreeMap<String, Recovery>,
 }
 
 impl json_lines::Answers for Replay<'_> {
@@ -115,19 +209,43 @@ impl json_lines::Answers for Replay<'_> {
 
     fn answer(&mut self, line: json_lines::Line<'_>) -> Result<String, LineError> {
         let (session_id, provider, event) = parse(line.fields)?;
-        let session = self.sessions.entry(session_id.clone()).or_insert_with(|| {
-            Session::new(provider.unwrap_or_else(|| self.args.provider.clone()))
+        let transcript_record = matches!(
+            event,
+            RecoveryEvent::RecordAllocated { .. } | RecoveryEvent::RecordContinued { .. }
+        );
+        let recovery = self.sessions.entry(session_id.clone()).or_insert_with(|| {
+            Recovery::new(recovery_profile(
+                &provider.unwrap_or_else(|| self.args.provider.clone()),
+            ))
         });
-        let outcome = session.apply(self.bundle, &event);
+        let effects = recovery.apply(self.bundle, event);
         Ok(if self.args.json {
-            serde_json::json!({"line": line.number, "session": session_id, "outcome": outcome})
-                .to_string()
+            // The evidence outcome keeps its own key; every other effect is listed in order.
+            let mut answer = Map::new();
+            answer.insert("line".to_owned(), Value::from(line.number));
+            answer.insert("session".to_owned(), Value::from(session_id));
+            if let Some(outcome) = effects.iter().find_map(Effect::evidence) {
+                answer.insert("outcome".to_owned(), json_value(outcome));
+            }
+            let others: Vec<Value> = effects
+                .iter()
+                .filter(|effect| effect.evidence().is_none())
+                .map(json_value)
+                .collect();
+            answer.insert("effects".to_owned(), Value::Array(others));
+            Value::Object(answer).to_string()
         } else {
+            let mut parts: Vec<String> = effects.iter().map(describe).collect();
+            if transcript_record {
+                parts.push(format!("retractable now: {}", ids(recovery.retractable())));
+            } else if parts.is_empty() {
+                parts.push("no effect".to_owned());
+            }
             format!(
                 "{}:{} [{session_id}] {}",
                 line.input,
                 line.number,
-                describe(&outcome)
+                parts.join("; ")
             )
         })
     }
@@ -150,6 +268,10 @@ impl json_lines::Answers for Replay<'_> {
             format!("{input}:{number} error: {field}{}", error.message)
         }
     }
+}
+
+fn json_value(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 pub fn run(args: &Args) -> Exit {

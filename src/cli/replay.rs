@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use std::process::{Command, Stdio};
 
+use faultline_acp::dialect::recovery_profile;
+use faultline_recovery::prompt::Disposition;
+use faultline_recovery::{Effect, Recovery, RecoveryEvent};
 use faultline_replay::capture::{
     CaptureError, CaptureRequest, Draft, capture, read_into_pipe, serve, write_from_pipe,
 };
@@ -19,7 +22,6 @@ use faultline_replay::fixture::{
 };
 use faultline_replay::transport::{Schedule, TransportCheck, check};
 use faultline_runtime::Bundle;
-use faultline_runtime::recovery::session::{Disposition, Event, Session};
 
 use super::{Exit, err, out};
 
@@ -377,15 +379,15 @@ fn explain(bundle: &Arc<Bundle>, fixture: &Fixture) -> Exit {
         "\nrecovery decision path (session of `{}`, claim {} generation {}):\n",
         fixture.agent_id, fixture.identity.execution_id, fixture.identity.prompt_generation
     ));
-    let mut session = Session::new(fixture.agent_id.as_str());
+    let mut recovery = Recovery::new(recovery_profile(fixture.agent_id.as_str()));
     let claim = fixture.claim();
-    let began = session.apply(
+    let began = recovery.apply(
         bundle,
-        &Event::PromptBegan {
+        RecoveryEvent::PromptBegan {
             claim: claim.clone(),
         },
     );
-    text.push_str(&format!("  prompt_began → {}\n", outcome_text(&began)));
+    text.push_str(&format!("  prompt_began → {}\n", effects_text(&began)));
     match fixture.steps() {
         Ok(steps) => {
             for step in steps {
@@ -393,12 +395,12 @@ fn explain(bundle: &Arc<Bundle>, fixture: &Fixture) -> Exit {
                 let Some(event) = step.frame.adapter_event(marked) else {
                     continue;
                 };
-                let outcome = session.apply(bundle, &event.to_recovery(&claim));
+                let effects = recovery.apply(bundle, event.to_recovery(&claim));
                 text.push_str(&format!(
                     "  frames[{}] {} → {}\n",
                     step.index,
                     step.token.map_or(step.frame.kind(), |token| token.as_str()),
-                    outcome_text(&outcome)
+                    effects_text(&effects)
                 ));
             }
         }
@@ -431,8 +433,13 @@ fn explain(bundle: &Arc<Bundle>, fixture: &Fixture) -> Exit {
     }
 }
 
-fn outcome_text(outcome: &faultline_runtime::recovery::session::Outcome) -> String {
-    serde_json::to_string(outcome).unwrap_or_default()
+/// The engine's effects of one event, as JSON, joined by `; `.
+fn effects_text(effects: &[Effect]) -> String {
+    effects
+        .iter()
+        .map(|effect| serde_json::to_string(effect).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn run_capture(args: &CaptureArgs) -> Exit {

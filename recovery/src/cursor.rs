@@ -7,13 +7,14 @@
 //! Cursor's own decision, not transport loss: they stay ordinary output. Cursor's `[canceled]`
 //! decoration is not a cancellation. The catalogue's `cursor.*` rules apply the same trim, bound
 //! and veto, so both layers agree on every chunk.
+//!
+//! Which sessions the barrier applies to is not decided here from a provider id: the adapter
+//! says so in the session's [`ProviderProfile`](crate::ProviderProfile).
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-/// The adapter id Cursor's chunks arrive under.
-pub const CURSOR_PROVIDER_ID: &str = "cursor-acp";
 /// The control prefix, compared case-insensitively.
 pub const RETRIABLE_PREFIX: &str = "Error: RetriableError:";
 /// The largest cause, in UTF-8 bytes, after trimming.

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sanitize;
+use faultline_runtime::sanitize;
 
 /// The message a projection carries when sanitizing leaves nothing of the original.
 pub const EMPTY_MESSAGE: &str = "provider prompt error";
@@ -17,20 +17,67 @@ pub const EMPTY_MESSAGE: &str = "provider prompt error";
 /// The longest `errorKind` kept.
 const MAX_ERROR_KIND_BYTES: usize = 64;
 
-/// A terminal error as the agent returned it from `session/prompt` (a JSON-RPC error object).
-/// It is untrusted: `data` may hold anything, and only `errorKind` is ever read from it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A terminal error as the agent returned it from `session/prompt` (a JSON-RPC error object),
+/// reduced to what may ever be read of it: the code, the message and `data.errorKind`.
+///
+/// Its serde form is the JSON-RPC error object (`{"code":…,"message":…,"data":…}`, every field
+/// optional). `data` may hold anything: only a string `errorKind` of an object is kept, and
+/// everything else of `data` is dropped when the error is read, so raw data never crosses the
+/// boundary (AC .22, .24). The kept kind is still untrusted: [`project_prompt_error`] carries it
+/// only when it is a short plain token.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "WirePromptError", into = "WirePromptError")]
 pub struct PromptError {
     /// The JSON-RPC error code (`-32603` carries no meaning of its own).
-    #[serde(default)]
     pub code: i64,
     /// The error message.
-    #[serde(default)]
     pub message: String,
-    /// The error's `data`, whatever it holds.
+    /// `data.errorKind` as the agent declared it, when `data` was an object and the value a
+    /// string; not yet validated.
+    pub error_kind: Option<String>,
+}
+
+/// The JSON-RPC error object as it is written: `data` is read only for its `errorKind`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WirePromptError {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
+    data: Option<serde_json::Value>,
+}
+
+impl From<WirePromptError> for PromptError {
+    fn from(wire: WirePromptError) -> Self {
+        let error_kind = wire
+            .data
+            .as_ref()
+            .and_then(serde_json::Value::as_object)
+            .and_then(|data| data.get("errorKind"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        PromptError {
+            code: wire.code,
+            message: wire.message,
+            error_kind,
+        }
+    }
+}
+
+impl From<PromptError> for WirePromptError {
+    fn from(error: PromptError) -> Self {
+        WirePromptError {
+            code: error.code,
+            message: error.message,
+            data: error.error_kind.map(|kind| {
+                let mut data = serde_json::Map::new();
+                data.insert("errorKind".to_owned(), serde_json::Value::String(kind));
+                serde_json::Value::Object(data)
+            }),
+        }
+    }
 }
 
 /// Where a projection came from.
@@ -75,11 +122,10 @@ pub fn projected_message(text: &str) -> String {
     }
 }
 
-/// `data.errorKind`, kept only when `data` is an object and the value a string of 1–64
-/// characters from `[A-Za-z0-9_.-]`; anything else is dropped without invalidating the
-/// projection.
-fn error_kind(data: Option<&serde_json::Value>) -> Option<String> {
-    let kind = data?.as_object()?.get("errorKind")?.as_str()?;
+/// The declared error kind, kept only when it is a string of 1–64 characters from
+/// `[A-Za-z0-9_.-]`; anything else is dropped without invalidating the projection.
+fn error_kind(kind: Option<&str>) -> Option<String> {
+    let kind = kind?;
     let plain = !kind.is_empty()
         && kind.len() <= MAX_ERROR_KIND_BYTES
         && kind
@@ -99,7 +145,7 @@ pub fn project_prompt_error(
         source: ProjectionSource::AcpPrompt,
         message: projected_message(&error.message),
         rpc_code: (error.code != 0).then_some(error.code),
-        error_kind: error_kind(error.data.as_ref()),
+        error_kind: error_kind(error.error_kind.as_deref()),
         provider_id: (!provider_id.is_empty()).then(|| provider_id.to_owned()),
         model_id: settled_model
             .filter(|model| !model.is_empty())
@@ -113,15 +159,26 @@ mod tests {
 
     use super::*;
 
+    /// The error as the agent's JSON-RPC error object carries it, read the way every reader
+    /// (the event log, the adapter's conversion) reads it.
+    fn read(code: i64, message: &str, data: Option<serde_json::Value>) -> PromptError {
+        let mut object = json!({"code": code, "message": message});
+        if let Some(data) = data {
+            object["data"] = data;
+        }
+        serde_json::from_value(object).unwrap()
+    }
+
     #[test]
     fn ac_24_a_signature_only_in_data_never_crosses() {
-        let error = PromptError {
-            code: -32603,
-            message: "Internal error".to_owned(),
-            data: Some(
+        let error = read(
+            -32603,
+            "Internal error",
+            Some(
                 json!({"error": "peer disconnected before response", "errorKind": "server_error"}),
             ),
-        };
+        );
+        assert!(!format!("{error:?}").contains("peer disconnected"));
         let projection = project_prompt_error(&error, "claude-acp", None);
         assert_eq!(projection.message, "Internal error");
         assert!(
@@ -133,11 +190,12 @@ mod tests {
 
     #[test]
     fn ac_22_only_allowlisted_metadata_is_kept_and_bad_fields_are_dropped() {
-        let mut error = PromptError {
-            code: -32603,
-            message: "Internal error: API Error: 529 Overloaded".to_owned(),
-            data: Some(json!({"errorKind": "server_error", "secret": "sk-live"})),
-        };
+        const MESSAGE: &str = "Internal error: API Error: 529 Overloaded";
+        let error = read(
+            -32603,
+            MESSAGE,
+            Some(json!({"errorKind": "server_error", "secret": "sk-live"})),
+        );
         let projection = project_prompt_error(&error, "claude-acp", Some("claude-sonnet-4"));
         assert_eq!(projection.rpc_code, Some(-32603));
         assert_eq!(projection.error_kind.as_deref(), Some("server_error"));
@@ -150,7 +208,7 @@ mod tests {
             json!({"errorKind": "x".repeat(65)}),
             json!("server_error"),
         ] {
-            error.data = Some(bad);
+            let error = read(-32603, MESSAGE, Some(bad));
             let projection = project_prompt_error(&error, "claude-acp", None);
             assert_eq!(projection.error_kind, None);
             assert_eq!(
@@ -159,6 +217,11 @@ mod tests {
             );
             assert_eq!(projection.model_id, None, "an unsettled model is omitted");
         }
+        // What is kept is written back as `data.errorKind` alone.
+        assert_eq!(
+            serde_json::to_value(&error).unwrap(),
+            json!({"code": -32603, "message": MESSAGE, "data": {"errorKind": "server_error"}})
+        );
         let zero = project_prompt_error(&PromptError::default(), "", Some(""));
         assert_eq!(
             (zero.rpc_code, zero.provider_id, zero.model_id),

@@ -18,19 +18,20 @@
 //! - storage failures are reported and swallowed: they never fail the surrounding transition,
 //!   and a later cleanup retries what is left (AC .10).
 //!
-//! [`NoticeLifecycle`] is the per-session state. It is sans-I/O and deterministic: no clocks,
-//! threads or storage. The orchestrator feeds it [`NoticeEvent`]s (retry decisions, endings,
-//! cancel requests and the results of store operations) and applies the [`NoticeEffect`]s it
-//! returns, in order. Because the lifecycle holds no lock while the store works, durable
-//! message operations can never run under the orchestrator's runtime-state mutex (§F.6).
+//! The lifecycle is one of the engine's private parts, per session. It is sans-I/O and
+//! deterministic: no clocks, threads or storage. The orchestrator feeds the engine
+//! ([`crate::Recovery`]) retry decisions, endings, cancel requests and the results of store
+//! operations, and applies the [`NoticeEffect`]s it returns, in order. Because the lifecycle
+//! holds no lock while the store works, durable message operations can never run under the
+//! orchestrator's runtime-state mutex (§F.6).
 //!
 //! # The store protocol
 //!
 //! At most one store operation per session is in flight: after the lifecycle emits
 //! [`NoticeEffect::ListNotices`], [`NoticeEffect::WriteNotice`] or
 //! [`NoticeEffect::DeleteNotices`], it emits no other store operation until the matching result
-//! event arrives ([`NoticeEvent::Listed`] or [`NoticeEvent::ListFailed`],
-//! [`NoticeEvent::Written`] or [`NoticeEvent::WriteFailed`], [`NoticeEvent::Deleted`]). Requests
+//! event arrives ([`RecoveryEvent::NoticesListed`](crate::RecoveryEvent::NoticesListed) or [`RecoveryEvent::NoticeListFailed`](crate::RecoveryEvent::NoticeListFailed),
+//! [`RecoveryEvent::NoticeWritten`](crate::RecoveryEvent::NoticeWritten) or [`RecoveryEvent::NoticeWriteFailed`](crate::RecoveryEvent::NoticeWriteFailed), [`RecoveryEvent::NoticesDeleted`](crate::RecoveryEvent::NoticesDeleted)). Requests
 //! that arrive meanwhile are remembered and coalesced: a burst of attempts writes only the
 //! latest one, and a listing taken for a write serves a retirement requested before it
 //! returned (nothing was written in between, since the lifecycle is the notices' only writer).
@@ -42,8 +43,11 @@
 use std::fmt;
 use std::time::SystemTime;
 
+use serde::{Deserialize, Serialize};
+
 /// The store's identifier of one transcript message (a retry notice or any other message).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct NoticeId(String);
 
 impl NoticeId {
@@ -65,7 +69,8 @@ impl fmt::Display for NoticeId {
 }
 
 /// Identifies one retry loop of a session: the lifecycle numbers loops from 1 as they start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
 pub struct LoopId(u64);
 
 impl LoopId {
@@ -76,7 +81,8 @@ impl LoopId {
 }
 
 /// What a retry notice shows for one scheduled attempt (AC .9).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Notice {
     /// Why the retry happens, as the user reads it (e.g. "Provider overloaded").
     pub reason: String,
@@ -87,6 +93,8 @@ pub struct Notice {
     /// The loop's attempt budget, for "attempt 2/5".
     pub max_attempts: u32,
     /// When the attempt fires; the UI counts down to it. The orchestrator's clock decides it.
+    /// Written as an RFC 3339 instant.
+    #[serde(with = "rfc3339")]
     pub deadline: SystemTime,
 }
 
@@ -95,14 +103,15 @@ pub struct Notice {
 /// It names the loop it was offered for, so logs and viewers can tell banners of different
 /// loops apart. Cancelling is deliberately not fenced on it: a cancel is idempotent and always
 /// retires whatever notices exist (§F.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct CancelAction {
     /// The loop the Cancel action stops.
     pub loop_id: LoopId,
 }
 
 /// How the backend's ownership of a session's retry ended, other than by a cancel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Ending {
     /// A normal turn completed successfully, whether or not it was a retried attempt. It looks
     /// for notices only if a retry loop is active or an earlier cleanup was left incomplete,
@@ -119,7 +128,8 @@ pub enum Ending {
 }
 
 /// The orchestrator's verdict on whether the requester owns the task–session pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Authorization {
     /// The requester may act on this session.
     Granted,
@@ -130,7 +140,8 @@ pub enum Authorization {
 }
 
 /// How a store listing marks one message of the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Marker {
     /// Its metadata carries boolean `retrying: true`: a retry notice.
     Retrying,
@@ -143,16 +154,19 @@ pub enum Marker {
 }
 
 /// One message of a store listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ListedNotice {
-    /// The message.
+    /// The message (`notice_id` in the event log).
+    #[serde(rename = "notice_id")]
     pub id: NoticeId,
     /// What its metadata says.
     pub marker: Marker,
 }
 
 /// Where a notice write goes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum WriteTarget {
     /// Create the notice: the listing showed none.
     Create,
@@ -160,9 +174,10 @@ pub enum WriteTarget {
     Update(NoticeId),
 }
 
-/// An input to a session's [`NoticeLifecycle`].
+/// An input to a session's [`NoticeLifecycle`]; the engine builds it from the orchestrator's
+/// retry and store events.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoticeEvent {
+pub(crate) enum NoticeEvent {
     /// The orchestrator took (or kept) ownership of a transient retry and scheduled this
     /// attempt. The first one after an ending starts a new loop.
     AttemptScheduled(Notice),
@@ -186,7 +201,8 @@ pub enum NoticeEvent {
 }
 
 /// The answer to a cancel request, for the requester.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
 pub enum CancelReply {
     /// An active loop was cancelled; manual recovery is offered.
     Cancelled,
@@ -198,7 +214,8 @@ pub enum CancelReply {
 
 /// A storage problem the lifecycle swallowed (AC .10, .25). None of them fails the surrounding
 /// transition: the orchestrator logs them, and a later cleanup or attempt retries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "report", rename_all = "snake_case")]
 pub enum Report {
     /// The listing failed, so nothing was written or deleted this time.
     ListFailed,
@@ -218,13 +235,14 @@ pub enum Report {
 }
 
 /// A decision for the orchestrator to apply, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
 pub enum NoticeEffect {
-    /// List the session's messages with their [`Marker`]s; answer with [`NoticeEvent::Listed`]
-    /// or [`NoticeEvent::ListFailed`].
+    /// List the session's messages with their [`Marker`]s; answer with [`RecoveryEvent::NoticesListed`](crate::RecoveryEvent::NoticesListed)
+    /// or [`RecoveryEvent::NoticeListFailed`](crate::RecoveryEvent::NoticeListFailed).
     ListNotices,
     /// Write the notice with boolean `retrying: true`, its content and the Cancel action;
-    /// answer with [`NoticeEvent::Written`] or [`NoticeEvent::WriteFailed`].
+    /// answer with [`RecoveryEvent::NoticeWritten`](crate::RecoveryEvent::NoticeWritten) or [`RecoveryEvent::NoticeWriteFailed`](crate::RecoveryEvent::NoticeWriteFailed).
     WriteNotice {
         /// Create, or update which notice in place.
         target: WriteTarget,
@@ -234,7 +252,7 @@ pub enum NoticeEffect {
         cancel: CancelAction,
     },
     /// Delete these notices (publishing each deletion), trying every one even if some fail;
-    /// answer with [`NoticeEvent::Deleted`].
+    /// answer with [`RecoveryEvent::NoticesDeleted`](crate::RecoveryEvent::NoticesDeleted).
     DeleteNotices {
         /// The notices, in listing order, without duplicates.
         ids: Vec<NoticeId>,
@@ -251,9 +269,9 @@ pub enum NoticeEffect {
 
 /// One session's retry-notice lifecycle. See the [module documentation](self).
 ///
-/// Comparable and clonable so a caller (or a test) can check that an event changed nothing.
+/// Comparable and clonable so a test can check that an event changed nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NoticeLifecycle {
+pub(crate) struct NoticeLifecycle {
     /// How many loops this session has started; the last one's [`LoopId`].
     loops_started: u64,
     /// The in-memory retry entry: present exactly while the backend owns a retry.
@@ -297,7 +315,7 @@ enum Pending {
 
 impl NoticeLifecycle {
     /// A session with no retry state.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -307,7 +325,7 @@ impl NoticeLifecycle {
     /// `[Reply(CancelReply::Refused)]` and changes nothing, whatever the state, so a fresh
     /// lifecycle answers an unknown session identically.
     #[must_use = "the effects are the decisions: dropping them loses writes and deletions"]
-    pub fn handle(&mut self, event: NoticeEvent) -> Vec<NoticeEffect> {
+    pub(crate) fn handle(&mut self, event: NoticeEvent) -> Vec<NoticeEffect> {
         let mut out = Vec::new();
         match event {
             NoticeEvent::AttemptScheduled(notice) => self.schedule(notice),
@@ -394,6 +412,21 @@ impl NoticeLifecycle {
         }
         self.start_next(&mut out);
         out
+    }
+
+    /// Whether handling `event` retires the session's notices: every ending but an ordinary
+    /// successful turn with no loop active and no cleanup left over, and every authorised
+    /// cancel. The engine reads it before handling the event: a retirement of the notices is
+    /// also the retirement of the retry lifecycle the prompt evidence depends on (reference
+    /// §A.5).
+    pub(crate) fn retires(&self, event: &NoticeEvent) -> bool {
+        match event {
+            NoticeEvent::Ended(ending) => {
+                *ending != Ending::TurnSucceeded || self.active.is_some() || self.leftovers
+            }
+            NoticeEvent::Cancel(authorization) => *authorization == Authorization::Granted,
+            _ => false,
+        }
     }
 
     fn schedule(&mut self, notice: Notice) {
@@ -518,6 +551,27 @@ fn marked(listing: &[ListedNotice], marker: Marker) -> Vec<NoticeId> {
         }
     }
     ids
+}
+
+/// The RFC 3339 form of a notice's deadline.
+mod rfc3339 {
+    use std::time::SystemTime;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        instant: &SystemTime,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&faultline_runtime::timing::format_instant(*instant))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<SystemTime, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        faultline_runtime::timing::parse_instant(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 #[cfg(test)]

@@ -1,142 +1,37 @@
-//! The response-attempt retry boundary (AC .26–.28).
+//! The response-attempt retry boundary (AC .26–.28): the retraction of an abandoned provider
+//! response attempt's transcript records.
 //!
 //! A provider can abandon a partially streamed response and retry it inside the same prompt.
 //! The abandoned attempt's assistant and thinking rows must then disappear before the
-//! replacement streams, without touching anything the prompt committed earlier. Two pieces,
-//! both pure and deterministic:
+//! replacement streams, without touching anything the prompt committed earlier.
+//! The engine's tracker (private, driven through [`crate::Recovery`]) follows one agent
+//! execution's prompts: which records the current attempt allocated and where the last commit
+//! boundary was. When a boundary arrives it returns the
+//! [`TranscriptEffect`]s that retract the abandoned attempt (AC .27, .28), which the
+//! orchestrator applies in order (drop the pending history segment, delete rows, publish), all
+//! before it forwards the next provider update.
 //!
-//! 1. [`recognise_boundary`] reads one `session_info_update`'s `_meta` and accepts only the
-//!    exact structured Codex evidence for the active, non-zero prompt generation (AC .26).
-//! 2. [`AttemptTracker`] follows one agent execution's prompts: which records the current
-//!    attempt allocated and where the last commit boundary was. When a boundary arrives it
-//!    returns the [`AttemptEffect`]s that retract the abandoned attempt (AC .27, .28).
-//!
-//! The flow is `_meta` → [`recognise_boundary`] → [`RetryBoundary`] →
-//! [`AttemptEvent::ResponseAttemptReset`] → [`AttemptTracker::handle`] → effects, which the
-//! orchestrator applies in order (drop the pending history segment, delete rows, publish),
-//! all before it forwards the next provider update.
+//! Recognising the boundary in the provider's protocol metadata is the ACP adapter's job
+//! (`faultline_acp::dialect`); it reaches the engine as a typed event, and the tracker checks
+//! its generation against the active prompt.
 //!
 //! What this module deliberately does *not* own: the prompt's output and effect fences
-//! (reference §D.2). They stay sticky for the whole prompt, and no [`AttemptEffect`] names
+//! (reference §D.2). They stay sticky for the whole prompt, and no [`TranscriptEffect`] names
 //! them, so deleting transcript rows can never turn a later terminal failure into permission
 //! for an automatic replay (AC .28).
 
 use std::collections::HashSet;
 use std::fmt;
-use std::num::NonZeroU64;
 
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-/// The agent id Kandev negotiates for the Codex ACP adapter.
-const CODEX_AGENT_ID: &str = "codex-acp";
-
-/// The ACP dialect of the adapter an update came from, which decides the recogniser used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Dialect {
-    /// `codex-acp`: the only dialect with a production retry-boundary recogniser.
-    Codex,
-    /// Every other adapter (Claude, Cursor, OpenCode, the mock agent, unknown ids). Its
-    /// updates never form a boundary, whatever their metadata says.
-    Unsupported,
-}
-
-impl Dialect {
-    /// The dialect for a negotiated agent id. Exact match only: ids are never parsed.
-    pub fn for_agent(agent_id: &str) -> Dialect {
-        if agent_id == CODEX_AGENT_ID {
-            Dialect::Codex
-        } else {
-            Dialect::Unsupported
-        }
-    }
-}
-
-/// Accepted evidence that the provider abandoned the active response attempt and will
-/// generate a replacement within the same prompt generation.
+/// An orchestrator transcript record id: the row an assistant or thinking message is stored as.
 ///
-/// Carries the generation only: no provider text or metadata crosses this boundary. Only
-/// [`recognise_boundary`] builds one; feed it to the tracker with `AttemptEvent::from`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RetryBoundary {
-    generation: NonZeroU64,
-}
-
-impl RetryBoundary {
-    /// The prompt generation whose active response attempt was abandoned; never zero.
-    pub fn generation(self) -> u64 {
-        self.generation.get()
-    }
-}
-
-impl From<RetryBoundary> for AttemptEvent {
-    fn from(boundary: RetryBoundary) -> Self {
-        AttemptEvent::ResponseAttemptReset {
-            generation: boundary.generation(),
-        }
-    }
-}
-
-/// Recognises a response-attempt retry boundary in one `session_info_update` (AC .26).
-///
-/// `meta` is the update's `_meta` object. It is accepted only when every one of these holds:
-///
-/// - `dialect` is [`Dialect::Codex`];
-/// - `update_generation` is non-zero and equals `active_generation`;
-/// - `meta` has exactly this shape, extra keys allowed anywhere:
-///
-/// ```json
-/// { "codex": { "error": {
-///     "willRetry": true,
-///     "codexErrorInfo": { "responseStreamDisconnected": { } }
-/// } } }
-/// ```
-///
-/// That is, `codex`, `codex.error` and `codex.error.codexErrorInfo` are JSON objects,
-/// `codex.error.willRetry` is the boolean `true`, and
-/// `codex.error.codexErrorInfo.responseStreamDisconnected` is a JSON object (any contents,
-/// such as `httpStatusCode`, which is not read).
-///
-/// Anything else stays ordinary session information: `willRetry: false` or `"true"`, a
-/// missing, `null`, string, array or boolean disconnect value, `codexErrorInfo` given as the
-/// bare string `"responseStreamDisconnected"`, the un-namespaced app-server shape (`error`
-/// and `willRetry` at the top level), non-object maps, another dialect, and a zero or stale
-/// generation. `message`, `additionalDetails` and every other string are never read, so no
-/// wording can create a boundary.
-pub fn recognise_boundary(
-    dialect: Dialect,
-    meta: &Value,
-    update_generation: u64,
-    active_generation: u64,
-) -> Option<RetryBoundary> {
-    // Cheap correlation first; and `NonZeroU64::new` rejects generation zero by construction.
-    if dialect != Dialect::Codex || update_generation != active_generation {
-        return None;
-    }
-    let generation = NonZeroU64::new(update_generation)?;
-    let error = meta
-        .as_object()?
-        .get("codex")?
-        .as_object()?
-        .get("error")?
-        .as_object()?;
-    // `Value::Bool(true)` only: the string "true" or a number is malformed, not a yes.
-    if error.get("willRetry")? != &Value::Bool(true) {
-        return None;
-    }
-    error
-        .get("codexErrorInfo")?
-        .as_object()?
-        .get("responseStreamDisconnected")?
-        .as_object()?;
-    Some(RetryBoundary { generation })
-}
-
-/// A Kandev transcript record id: the row an assistant or thinking message is stored as.
-///
-/// This is Kandev's own id, not the provider's protocol message id: a provider may reuse a
-/// protocol id across a commit boundary, but the lifecycle maps it to the existing row.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// This is the orchestrator's own id, not the provider's protocol message id: a provider may
+/// reuse a protocol id across a commit boundary, but the orchestrator maps it to the existing
+/// row.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct MessageId(String);
 
 impl MessageId {
@@ -159,7 +54,8 @@ impl fmt::Display for MessageId {
 
 /// The kind of a streamed transcript record. Tool rows are never reported: they are effects,
 /// not attempt output, and a boundary must never remove them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RecordKind {
     /// An assistant message; its text also feeds the fallback assistant history.
     Assistant,
@@ -168,9 +64,12 @@ pub enum RecordKind {
 }
 
 /// Where a tool call sits, which decides whether it is a commit boundary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ToolScope {
-    /// A tool call of the prompt's own turn: it commits every record visible so far.
+    /// A tool call of the prompt's own turn: it commits every record visible so far. The
+    /// default: when nobody says where a tool call sits, the records before it are kept.
+    #[default]
     TopLevel,
     /// A tool call inside a subagent (under a parent tool call). It neither commits nor can
     /// be retracted: tool rows never enter the eligible list, so a reset cannot reach the
@@ -179,7 +78,8 @@ pub enum ToolScope {
 }
 
 /// How a prompt generation stopped owning the execution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PromptEnd {
     /// The prompt returned.
     Completed,
@@ -189,12 +89,13 @@ pub enum PromptEnd {
     HandedOff,
 }
 
-/// One thing that happened to the execution, in stream order.
+/// One thing that happened to the execution, in stream order: what the engine feeds the
+/// tracker.
 ///
 /// Events naming a generation other than the active one are stale and ignored; so is
 /// generation zero, which never identifies a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttemptEvent {
+pub(crate) enum AttemptEvent {
     /// A prompt generation started. Generations only move forward: a start at or below the
     /// highest generation already started (including zero) is stale and ignored, which is
     /// also why a boundary can never reach back into a completed generation.
@@ -229,9 +130,9 @@ pub enum AttemptEvent {
         /// Top-level or nested under a subagent.
         scope: ToolScope,
     },
-    /// A response-attempt retry boundary, normally from [`recognise_boundary`]. The
-    /// generation is checked again here because the active prompt may have changed since
-    /// the update was recognised.
+    /// A response-attempt retry boundary the adapter recognised. The generation is checked
+    /// here: a zero or stale one (the active prompt may have changed since the update was
+    /// recognised) is refused before anything is detached.
     ResponseAttemptReset {
         /// The generation whose response attempt was abandoned.
         generation: u64,
@@ -250,7 +151,7 @@ pub enum AttemptEvent {
 }
 
 /// Durably remove these records, then publish one `response_attempt_reset` with their ids.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Retraction {
     /// The prompt generation the records belong to.
     pub generation: u64,
@@ -258,11 +159,13 @@ pub struct Retraction {
     pub message_ids: Vec<MessageId>,
 }
 
-/// What the orchestrator must do, in the order given, before it forwards the next update.
+/// What the orchestrator must do to its transcript and history, in the order given, before it
+/// forwards the next update.
 ///
 /// No variant touches output or effect evidence: those fences are not this module's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttemptEffect {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum TranscriptEffect {
     /// Discard the assistant-history segment not yet committed, so abandoned text never
     /// enters a later fallback resume context. Committed history is not rewritten.
     DropUncommittedHistory {
@@ -287,13 +190,13 @@ struct ActivePrompt {
 }
 
 /// Tracks one agent execution's response attempts and emits the retraction of an abandoned
-/// attempt (AC .27, .28).
+/// attempt (AC .27, .28): the engine's transcript part.
 ///
-/// Sans-I/O: feed every [`AttemptEvent`] in stream order to [`handle`](Self::handle) and
-/// apply the returned effects before forwarding the next provider update; that is what puts
+/// Sans-I/O: the engine feeds it every [`AttemptEvent`] in stream order, and the orchestrator
+/// applies the returned effects before forwarding the next provider update; that is what puts
 /// the retraction before any replacement output.
 #[derive(Debug, Default)]
-pub struct AttemptTracker {
+pub(crate) struct AttemptTracker {
     /// The highest generation ever started; later starts must exceed it.
     highest_started: u64,
     /// `None` between prompts, after teardown, and before the first start.
@@ -302,17 +205,18 @@ pub struct AttemptTracker {
 
 impl AttemptTracker {
     /// A tracker with no active prompt.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         AttemptTracker::default()
     }
 
     /// The active prompt generation, if a prompt owns the execution.
-    pub fn active_generation(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn active_generation(&self) -> Option<u64> {
         self.active.as_ref().map(|prompt| prompt.generation)
     }
 
     /// The records a boundary would retract now, in allocation order.
-    pub fn eligible(&self) -> &[MessageId] {
+    pub(crate) fn eligible(&self) -> &[MessageId] {
         self.active
             .as_ref()
             .map_or(&[], |prompt| prompt.eligible.as_slice())
@@ -322,7 +226,7 @@ impl AttemptTracker {
     /// [`AttemptEvent::ResponseAttemptReset`] returns anything, and a repeated one with no
     /// new output returns nothing.
     #[must_use = "the effects retract the abandoned attempt and must be applied"]
-    pub fn handle(&mut self, event: AttemptEvent) -> Vec<AttemptEffect> {
+    pub(crate) fn handle(&mut self, event: AttemptEvent) -> Vec<TranscriptEffect> {
         match event {
             AttemptEvent::PromptStarted { generation } => {
                 // `highest_started` starts at zero, so this also refuses generation zero.
@@ -400,18 +304,18 @@ impl AttemptTracker {
     }
 
     /// Detaches the abandoned attempt: the history segment first, then the records, the
-    /// order Kandev's lifecycle resets its local state before publishing.
-    fn reset(prompt: &mut ActivePrompt) -> Vec<AttemptEffect> {
+    /// order the reference system's lifecycle resets its local state before publishing.
+    fn reset(prompt: &mut ActivePrompt) -> Vec<TranscriptEffect> {
         let generation = prompt.generation;
         let mut effects = Vec::new();
         if std::mem::take(&mut prompt.history_pending) {
-            effects.push(AttemptEffect::DropUncommittedHistory { generation });
+            effects.push(TranscriptEffect::DropUncommittedHistory { generation });
         }
         // Retracted ids stay in `seen`: a second reset can only reach records allocated
         // after this one.
         let message_ids = std::mem::take(&mut prompt.eligible);
         if !message_ids.is_empty() {
-            effects.push(AttemptEffect::Retract(Retraction {
+            effects.push(TranscriptEffect::Retract(Retraction {
                 generation,
                 message_ids,
             }));
@@ -422,22 +326,9 @@ impl AttemptTracker {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     const GEN: u64 = 7;
-
-    fn codex_meta() -> Value {
-        json!({"codex": {"error": {
-            "willRetry": true,
-            "codexErrorInfo": {"responseStreamDisconnected": {}},
-        }}})
-    }
-
-    fn recognised(meta: &Value) -> bool {
-        recognise_boundary(Dialect::Codex, meta, GEN, GEN).is_some()
-    }
 
     fn id(text: &str) -> MessageId {
         MessageId::new(text)
@@ -486,15 +377,15 @@ mod tests {
         AttemptEvent::ResponseAttemptReset { generation }
     }
 
-    fn retract(generation: u64, texts: &[&str]) -> AttemptEffect {
-        AttemptEffect::Retract(Retraction {
+    fn retract(generation: u64, texts: &[&str]) -> TranscriptEffect {
+        TranscriptEffect::Retract(Retraction {
             generation,
             message_ids: ids(texts),
         })
     }
 
-    fn drop_history(generation: u64) -> AttemptEffect {
-        AttemptEffect::DropUncommittedHistory { generation }
+    fn drop_history(generation: u64) -> TranscriptEffect {
+        TranscriptEffect::DropUncommittedHistory { generation }
     }
 
     /// A tracker with prompt `GEN` started and these events applied, none producing effects.
@@ -506,183 +397,11 @@ mod tests {
         tracker
     }
 
-    // ---- AC .26: the recogniser ------------------------------------------------------------
-
-    #[test]
-    fn ac_26_exact_codex_shape_is_a_boundary() {
-        let boundary = recognise_boundary(Dialect::Codex, &codex_meta(), GEN, GEN).unwrap();
-        assert_eq!(boundary.generation(), GEN);
-        assert_eq!(AttemptEvent::from(boundary), reset(GEN));
-        // The disconnect object's contents and sibling keys are irrelevant.
-        assert!(recognised(&json!({
-            "threadStatus": {"type": "active"},
-            "codex": {
-                "threadStatus": {"type": "active"},
-                "error": {
-                    "message": "Reconnecting... 2/5",
-                    "willRetry": true,
-                    "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 502}},
-                    "additionalDetails": "socket closed",
-                },
-            },
-        })));
-    }
-
-    #[test]
-    fn ac_26_false_will_retry_is_not_a_boundary() {
-        let mut meta = codex_meta();
-        meta["codex"]["error"]["willRetry"] = json!(false);
-        assert!(!recognised(&meta));
-    }
-
-    #[test]
-    fn ac_26_will_retry_must_be_the_boolean_true() {
-        for value in [
-            json!("true"),
-            json!(1),
-            json!(null),
-            json!([true]),
-            json!({"value": true}),
-        ] {
-            let mut meta = codex_meta();
-            meta["codex"]["error"]["willRetry"] = value.clone();
-            assert!(!recognised(&meta), "willRetry = {value}");
-        }
-        let mut meta = codex_meta();
-        meta["codex"]["error"]
-            .as_object_mut()
-            .unwrap()
-            .remove("willRetry");
-        assert!(!recognised(&meta), "missing willRetry");
-    }
-
-    #[test]
-    fn ac_26_disconnect_value_must_be_an_object() {
-        for value in [
-            json!("connection reset"),
-            json!(true),
-            json!(null),
-            json!([]),
-            json!([{}]),
-            json!(502),
-        ] {
-            let mut meta = codex_meta();
-            meta["codex"]["error"]["codexErrorInfo"]["responseStreamDisconnected"] = value.clone();
-            assert!(!recognised(&meta), "responseStreamDisconnected = {value}");
-        }
-    }
-
-    #[test]
-    fn ac_26_missing_disconnect_object_is_not_a_boundary() {
-        let empty_info = json!({"codex": {"error": {"willRetry": true, "codexErrorInfo": {}}}});
-        let no_info = json!({"codex": {"error": {"willRetry": true}}});
-        // Another retryable error kind is not a response-stream disconnect.
-        let other_kind = json!({"codex": {"error": {
-            "willRetry": true,
-            "codexErrorInfo": {"httpConnectionFailed": {}},
-        }}});
-        for meta in [empty_info, no_info, other_kind] {
-            assert!(!recognised(&meta), "{meta}");
-        }
-    }
-
-    #[test]
-    fn ac_26_malformed_maps_are_not_boundaries() {
-        let malformed = [
-            json!(null),
-            json!("codex"),
-            json!([codex_meta()]),
-            json!({}),
-            json!({"codex": null}),
-            json!({"codex": "error"}),
-            json!({"codex": [{"error": {}}]}),
-            json!({"codex": {"error": null}}),
-            json!({"codex": {"error": "responseStreamDisconnected"}}),
-            json!({"codex": {"error": [{"willRetry": true}]}}),
-            // `codexErrorInfo` as the bare enum string, as terminal app-server errors carry it.
-            json!({"codex": {"error": {"willRetry": true, "codexErrorInfo": "responseStreamDisconnected"}}}),
-            json!({"codex": {"error": {"willRetry": true, "codexErrorInfo": null}}}),
-            json!({"codex": {"error": {"willRetry": true, "codexErrorInfo": [{"responseStreamDisconnected": {}}]}}}),
-        ];
-        for meta in malformed {
-            assert!(!recognised(&meta), "{meta}");
-        }
-    }
-
-    #[test]
-    fn ac_26_shape_must_be_under_the_codex_namespace() {
-        // The native app-server notification shape, with `willRetry` beside `error`.
-        let native = json!({
-            "error": {"codexErrorInfo": {"responseStreamDisconnected": {}}},
-            "willRetry": true,
-        });
-        // The right error, but not under `codex`.
-        let bare = json!({"error": {
-            "willRetry": true,
-            "codexErrorInfo": {"responseStreamDisconnected": {}},
-        }});
-        // `willRetry` one level too high.
-        let sibling = json!({"codex": {
-            "willRetry": true,
-            "error": {"codexErrorInfo": {"responseStreamDisconnected": {}}},
-        }});
-        for meta in [native, bare, sibling] {
-            assert!(!recognised(&meta), "{meta}");
-        }
-    }
-
-    #[test]
-    fn ac_26_error_strings_are_never_inspected() {
-        // Retry wording in every string field cannot stand in for the structured shape.
-        let wording = json!({"codex": {"error": {
-            "message": "stream disconnected; will retry (responseStreamDisconnected)",
-            "additionalDetails": "willRetry: true, responseStreamDisconnected",
-            "willRetry": false,
-            "codexErrorInfo": {"other": {}},
-        }}});
-        assert!(!recognised(&wording));
-        // And no wording can veto the exact shape either.
-        let mut meta = codex_meta();
-        meta["codex"]["error"]["message"] = json!("fatal: will not retry");
-        meta["codex"]["error"]["additionalDetails"] = json!("terminal");
-        assert!(recognised(&meta));
-    }
-
-    #[test]
-    fn ac_26_terminal_error_is_not_a_boundary() {
-        let terminal = json!({"codex": {"error": {
-            "message": "stream disconnected before completion",
-            "willRetry": false,
-            "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 502}},
-        }}});
-        assert!(!recognised(&terminal));
-    }
-
-    #[test]
-    fn ac_26_unsupported_dialect_is_not_a_boundary() {
-        assert_eq!(Dialect::for_agent("codex-acp"), Dialect::Codex);
-        for agent in [
-            "claude-acp",
-            "cursor-acp",
-            "mock-agent",
-            "codex",
-            "Codex-ACP",
-            "",
-        ] {
-            let dialect = Dialect::for_agent(agent);
-            assert_eq!(dialect, Dialect::Unsupported, "{agent}");
-            assert!(recognise_boundary(dialect, &codex_meta(), GEN, GEN).is_none());
-        }
-        // The mock agent's test-only marker is never a production boundary.
-        let mock = json!({"kandevMock": {"responseAttemptReset": true}});
-        assert!(!recognised(&mock));
-    }
+    // ---- AC .26: the generation of a boundary ------------------------------------------
 
     #[test]
     fn ac_26_zero_generation_is_not_a_boundary() {
-        assert!(recognise_boundary(Dialect::Codex, &codex_meta(), 0, 0).is_none());
-        assert!(recognise_boundary(Dialect::Codex, &codex_meta(), 0, GEN).is_none());
-        // The tracker refuses it too, before detaching anything.
+        // The tracker refuses it before detaching anything.
         let mut tracker = tracker_with(vec![assistant("a1")]);
         assert_eq!(tracker.handle(reset(0)), Vec::new());
         assert_eq!(tracker.eligible(), ids(&["a1"]));
@@ -694,20 +413,14 @@ mod tests {
 
     #[test]
     fn ac_26_stale_generation_is_ignored() {
-        assert!(recognise_boundary(Dialect::Codex, &codex_meta(), GEN - 1, GEN).is_none());
-        assert!(recognise_boundary(Dialect::Codex, &codex_meta(), GEN + 1, GEN).is_none());
-        // No active prompt: nothing is current.
-        assert!(recognise_boundary(Dialect::Codex, &codex_meta(), GEN, 0).is_none());
-
         // Recognised for GEN, but the prompt moved on before the tracker saw it: the
         // replacement prompt's records are untouched.
-        let boundary = recognise_boundary(Dialect::Codex, &codex_meta(), GEN, GEN).unwrap();
         let mut tracker = tracker_with(vec![
             assistant("old"),
             start(GEN + 1),
             alloc(GEN + 1, "new", RecordKind::Assistant),
         ]);
-        assert_eq!(tracker.handle(boundary.into()), Vec::new());
+        assert_eq!(tracker.handle(reset(GEN)), Vec::new());
         assert_eq!(tracker.eligible(), ids(&["new"]));
         // Stale output cannot join the current attempt either.
         assert_eq!(tracker.handle(assistant("late")), Vec::new());
@@ -878,11 +591,11 @@ mod tests {
             self.committed.push_str(&std::mem::take(&mut self.pending));
         }
 
-        fn apply(&mut self, effects: &[AttemptEffect]) {
+        fn apply(&mut self, effects: &[TranscriptEffect]) {
             for effect in effects {
                 match effect {
-                    AttemptEffect::DropUncommittedHistory { .. } => self.pending.clear(),
-                    AttemptEffect::Retract(_) => {}
+                    TranscriptEffect::DropUncommittedHistory { .. } => self.pending.clear(),
+                    TranscriptEffect::Retract(_) => {}
                 }
             }
         }
@@ -941,9 +654,9 @@ mod tests {
 
         /// Exhaustive on purpose: a new effect variant must decide here, in review, whether
         /// it may touch the fences. None may.
-        fn apply(&mut self, effect: &AttemptEffect) {
+        fn apply(&mut self, effect: &TranscriptEffect) {
             match effect {
-                AttemptEffect::DropUncommittedHistory { .. } | AttemptEffect::Retract(_) => {}
+                TranscriptEffect::DropUncommittedHistory { .. } | TranscriptEffect::Retract(_) => {}
             }
         }
     }
@@ -1111,7 +824,7 @@ mod tests {
         }
 
         /// What handling `event` must return, given the view of the history before it.
-        pub(super) fn effects(before: &View, event: &AttemptEvent) -> Vec<AttemptEffect> {
+        pub(super) fn effects(before: &View, event: &AttemptEvent) -> Vec<TranscriptEffect> {
             let AttemptEvent::ResponseAttemptReset { generation } = event else {
                 return Vec::new();
             };
@@ -1123,10 +836,10 @@ mod tests {
             }
             let mut out = Vec::new();
             if pending {
-                out.push(AttemptEffect::DropUncommittedHistory { generation: active });
+                out.push(TranscriptEffect::DropUncommittedHistory { generation: active });
             }
             if !eligible.is_empty() {
-                out.push(AttemptEffect::Retract(Retraction {
+                out.push(TranscriptEffect::Retract(Retraction {
                     generation: active,
                     message_ids: eligible,
                 }));
@@ -1266,7 +979,7 @@ mod tests {
                     prop_assert_eq!(&actual, &expected, "after {:?}, on {:?}", history, event);
 
                     for effect in &actual {
-                        if let AttemptEffect::Retract(retraction) = effect {
+                        if let TranscriptEffect::Retract(retraction) = effect {
                             prop_assert!(!retraction.message_ids.is_empty());
                             for id in &retraction.message_ids {
                                 let key = (retraction.generation, id.clone());

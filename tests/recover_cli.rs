@@ -1,0 +1,292 @@
+//! `faultline recover` over the example event logs in `examples/recovery/`, one per acceptance
+//! area: each log runs through the engine's one entry point, and the test asserts the verdicts
+//! and effects that area is about, read from the JSON answers (one per input line).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::disallowed_methods,
+    reason = "integration tests report failure by panicking, and read the repository's files"
+)]
+
+mod common;
+
+use common::{faultline, root, stdout};
+use serde_json::{Value, json};
+
+/// The JSON answers to `examples/recovery/<name>`, indexed by line number (from 1; index 0 is
+/// null). Every line must be answered, none with an error.
+fn answers(name: &str) -> Vec<Value> {
+    let path = format!("examples/recovery/{name}");
+    let output = faultline(&["recover", "--json", &path]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{name}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = std::fs::read_to_string(root().join(&path))
+        .unwrap()
+        .lines()
+        .count();
+    let mut answers = vec![Value::Null];
+    for (index, line) in stdout(&output).lines().enumerate() {
+        let answer: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(answer["line"], index + 1, "{name}: {line}");
+        assert!(answer.get("error").is_none(), "{name}: {line}");
+        assert!(answer["effects"].is_array(), "{name}: {line}");
+        answers.push(answer);
+    }
+    assert_eq!(answers.len(), lines + 1, "{name}: one answer per line");
+    answers
+}
+
+/// The verdict's safety reason and disposition on answer `line`.
+fn verdict(answers: &[Value], line: usize) -> (String, String) {
+    let outcome = &answers[line]["outcome"];
+    assert_eq!(outcome["outcome"], "failed", "line {line}: {outcome}");
+    (
+        outcome["safety"]["reason"].as_str().unwrap().to_owned(),
+        outcome["disposition"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn outcome(answers: &[Value], line: usize) -> &str {
+    answers[line]["outcome"]["outcome"].as_str().unwrap_or("")
+}
+
+fn effects(answers: &[Value], line: usize) -> &Vec<Value> {
+    answers[line]["effects"].as_array().unwrap()
+}
+
+fn expect(reason: &str, disposition: &str) -> (String, String) {
+    (reason.to_owned(), disposition.to_owned())
+}
+
+#[test]
+fn correlation_and_fences() {
+    let a = answers("correlation-and-fences.jsonl");
+    assert_eq!(verdict(&a, 2), expect("safe", "automatic"));
+    // Stale evidence is ignored and changes nothing.
+    assert_eq!(outcome(&a, 4), "stale");
+    assert_eq!(outcome(&a, 5), "stale");
+    assert_eq!(verdict(&a, 6), expect("safe", "automatic"));
+    // An event without the identity the record bound poisons it.
+    assert_eq!(outcome(&a, 8), "poisoned");
+    assert_eq!(verdict(&a, 9), expect("evidence_unknown", "manual"));
+    // A launch adopts its execution id when bound; without one it never recovers.
+    assert_eq!(outcome(&a, 11), "bound");
+    assert_eq!(verdict(&a, 12), expect("safe", "automatic"));
+    assert_eq!(verdict(&a, 14), expect("missing_execution", "manual"));
+    // Thoughts and partial results close the output fence, a tool update the effect fence.
+    assert_eq!(verdict(&a, 17), expect("output_observed", "manual"));
+    assert_eq!(verdict(&a, 20), expect("output_observed", "manual"));
+    assert_eq!(outcome(&a, 22), "effect");
+    assert_eq!(verdict(&a, 23), expect("effect_observed", "manual"));
+}
+
+#[test]
+fn cursor_barrier() {
+    let a = answers("cursor-barrier.jsonl");
+    // A pending marker at the barrier is the one failure; with no output it is automatic.
+    assert_eq!(outcome(&a, 2), "cursor_marker_pending");
+    assert_eq!(verdict(&a, 3), expect("safe", "automatic"));
+    let projection = &a[3]["outcome"]["projection"];
+    assert_eq!(projection["source"], "cursor_acp");
+    assert_eq!(projection["provider_id"], "cursor-acp");
+    assert_eq!(
+        a[3]["outcome"]["classification"]["rule"],
+        "cursor.retriable_unavailable.v1"
+    );
+    // Cursor resumed: the marker is superseded and the prompt completes.
+    assert_eq!(outcome(&a, 6), "cursor_marker_superseded");
+    assert_eq!(outcome(&a, 7), "completed");
+    // Earlier thoughts, or a tool update in flight, make the barrier failure manual.
+    assert_eq!(verdict(&a, 11), expect("output_observed", "manual"));
+    assert_eq!(verdict(&a, 15), expect("effect_observed", "manual"));
+    // A cancellation is ordinary output; so is the marker under any other provider.
+    assert_eq!(outcome(&a, 17), "output");
+    assert_eq!(outcome(&a, 18), "completed");
+    assert_eq!(outcome(&a, 20), "output");
+    assert_eq!(outcome(&a, 21), "completed");
+}
+
+#[test]
+fn diagnostic_correlation() {
+    let a = answers("diagnostic-correlation.jsonl");
+    assert_eq!(
+        a[2]["outcome"],
+        json!({"outcome": "diagnostic_recorded", "code": "provider_unavailable"})
+    );
+    assert_eq!(
+        verdict(&a, 3),
+        expect("safe_diagnostic_confirmed", "automatic")
+    );
+    assert_eq!(
+        a[3]["outcome"]["recorded_diagnostic"],
+        "provider_unavailable"
+    );
+    // Containment is case-sensitive; the codes must agree.
+    assert_eq!(verdict(&a, 6), expect("diagnostic_not_contained", "manual"));
+    assert_eq!(verdict(&a, 9), expect("diagnostic_code_differs", "manual"));
+    // Ordinary output clears the diagnostic; a tool call keeps it but fails the attempt.
+    assert_eq!(
+        a[12]["outcome"],
+        json!({"outcome": "output", "cleared_diagnostic": true})
+    );
+    assert_eq!(verdict(&a, 13), expect("output_observed", "manual"));
+    assert_eq!(verdict(&a, 17), expect("effect_observed", "manual"));
+    assert_eq!(
+        a[17]["outcome"]["recorded_diagnostic"],
+        "provider_unavailable"
+    );
+    // The lifecycle's snapshot carries the diagnostic when stream events come late.
+    assert_eq!(
+        verdict(&a, 19),
+        expect("safe_diagnostic_confirmed", "automatic")
+    );
+    // A signature only in `data` never classifies; only the errorKind crosses.
+    assert_eq!(verdict(&a, 21), expect("safe", "manual"));
+    let failed = &a[21]["outcome"];
+    assert_eq!(failed["classification"]["class"], "unclassified");
+    assert_eq!(failed["projection"]["error_kind"], "server_error");
+    assert!(!failed.to_string().contains("peer disconnected"));
+}
+
+#[test]
+fn retraction() {
+    let a = answers("retraction.jsonl");
+    let retraction = |generation: u64, ids: &[&str]| {
+        vec![
+            json!({"effect": "drop_uncommitted_history", "generation": generation}),
+            json!({"effect": "retract", "generation": generation, "message_ids": ids}),
+        ]
+    };
+    // The boundary retracts the abandoned attempt's records in allocation order, once.
+    assert_eq!(effects(&a, 6), &retraction(7, &["t1", "a1"]));
+    assert!(effects(&a, 7).is_empty(), "a repeated boundary is a no-op");
+    // A top-level tool call commits; a continued record never becomes retractable; a
+    // nested tool call commits nothing.
+    assert_eq!(effects(&a, 17), &retraction(7, &["a3"]));
+    // A stale generation or another execution reaches nothing.
+    assert!(effects(&a, 15).is_empty());
+    assert!(effects(&a, 16).is_empty());
+    // The fences survive the retraction, and a completed generation is never reached into.
+    assert_eq!(verdict(&a, 18), expect("effect_observed", "manual"));
+    assert!(effects(&a, 19).is_empty());
+    assert_eq!(effects(&a, 23), &retraction(2, &["b1"]));
+    assert_eq!(verdict(&a, 24), expect("output_observed", "manual"));
+}
+
+#[test]
+fn notices() {
+    let a = answers("notices.jsonl");
+    let list = json!({"effect": "list_notices"});
+    // Every write lists first; the first attempt creates one notice.
+    assert_eq!(effects(&a, 3), &vec![list.clone()]);
+    let created = &effects(&a, 4)[0];
+    assert_eq!(created["effect"], "write_notice");
+    assert_eq!(created["target"], "create");
+    assert_eq!(created["notice"]["attempt"], 1);
+    assert_eq!(created["notice"]["deadline"], "2026-10-01T08:00:05Z");
+    // The next attempt updates the loop's notice in place and consolidates a duplicate.
+    let updated = &effects(&a, 9)[0];
+    assert_eq!(updated["target"], json!({"update": "n1"}));
+    assert_eq!(updated["notice"]["attempt"], 2);
+    assert_eq!(
+        effects(&a, 10),
+        &vec![json!({"effect": "delete_notices", "ids": ["n0"]})]
+    );
+    // Exhaustion retires the notices (deleted, never flipped) and the lifecycle: a new
+    // attempt reads as unknown until its full identity is bound.
+    assert_eq!(outcome(&a, 12), "retired");
+    assert_eq!(effects(&a, 12), &vec![list.clone()]);
+    assert_eq!(
+        effects(&a, 13),
+        &vec![json!({"effect": "delete_notices", "ids": ["n1"]})]
+    );
+    assert_eq!(verdict(&a, 16), expect("lifecycle_retired", "manual"));
+    // An unreadable candidate or a failed write never creates another notice.
+    assert_eq!(
+        effects(&a, 18),
+        &vec![json!({"effect": "report", "report": "notice_unreadable", "ids": ["u1"]})]
+    );
+    assert_eq!(
+        effects(&a, 21),
+        &vec![json!({"effect": "report", "report": "write_failed"})]
+    );
+    // A refused cancel reveals nothing; a granted one disarms first and offers Resume and
+    // Start fresh; after the loop ended it only cleans up.
+    assert_eq!(
+        effects(&a, 22),
+        &vec![json!({"effect": "reply", "reply": "refused"})]
+    );
+    assert!(a[22].get("outcome").is_none());
+    assert_eq!(
+        effects(&a, 23),
+        &vec![
+            json!({"effect": "disarm_retry"}),
+            list.clone(),
+            json!({"effect": "show_manual_recovery"}),
+            json!({"effect": "reply", "reply": "cancelled"}),
+        ]
+    );
+    assert_eq!(outcome(&a, 23), "retired");
+    assert_eq!(
+        effects(&a, 25),
+        &vec![json!({"effect": "report", "report": "cleanup_incomplete", "remaining": ["n5"]})]
+    );
+    assert_eq!(
+        effects(&a, 26),
+        &vec![list, json!({"effect": "reply", "reply": "no_active_retry"})]
+    );
+    assert_eq!(
+        effects(&a, 27),
+        &vec![json!({"effect": "report", "report": "list_failed"})]
+    );
+}
+
+#[test]
+fn every_example_log_is_run_here_and_listed_in_the_docs() {
+    let docs = std::fs::read_to_string(root().join("docs/recovery.md")).unwrap();
+    let this = std::fs::read_to_string(root().join("tests/recover_cli.rs")).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(root().join("examples/recovery"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5, "{names:?}");
+    for name in names {
+        assert!(
+            docs.contains(&name),
+            "docs/recovery.md does not list {name}"
+        );
+        let stem = name.trim_end_matches(".jsonl").replace('-', "_");
+        assert!(
+            this.contains(&format!("fn {stem}()")) || name == "claude-overloaded.jsonl",
+            "no test runs {name}"
+        );
+    }
+}
+
+#[test]
+fn text_answers_report_every_effect_on_one_line() {
+    let output = faultline(&["recover", "examples/recovery/notices.jsonl"]);
+    let text = stdout(&output);
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("examples/recovery/notices.jsonl:23 "))
+        .unwrap();
+    assert!(
+        line.contains("disarm the retry timer; list the session's notices; offer manual recovery")
+            && line.contains("reply: cancelled; retry lifecycle retired"),
+        "{line}"
+    );
+    let output = faultline(&["recover", "examples/recovery/retraction.jsonl"]);
+    let text = stdout(&output);
+    assert!(text.contains(
+        "retraction.jsonl:6 [codex] drop the uncommitted assistant history of generation 7; retract records [t1, a1] of generation 7"
+    ), "{text}");
+    assert!(text.contains("retraction.jsonl:5 [codex] retractable now: [t1, a1]"));
+}
