@@ -34,7 +34,7 @@ use faultline_compiler::priority::Priority;
 use faultline_compiler::reference::{Reference, field as text_field, guards_hold};
 use faultline_compiler::{Compilation, Compiler};
 use faultline_dsl::SourceProvider;
-use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, sanitize};
+use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, TextViews, sanitize};
 use regex::{Regex, RegexSet};
 use serde_json::Value;
 
@@ -197,13 +197,12 @@ impl Plan {
     /// match. Each view is sanitized and scanned at most once, and only when a rule whose
     /// guards hold needs it.
     fn decide(&self, evidence: &Evidence, scan: &dyn Fn(usize, &str) -> Vec<bool>) -> Winner {
-        let raw = evidence.raw_text();
-        let sanitized = OnceCell::new();
+        let views = TextViews::new(evidence);
         let text = |view: usize| -> &str {
             if view == 0 {
-                &raw
+                views.raw()
             } else {
-                sanitized.get_or_init(|| sanitize::diagnostic(&raw))
+                views.sanitized()
             }
         };
         let hits: [OnceCell<Vec<bool>>; 2] = [OnceCell::new(), OnceCell::new()];
@@ -257,6 +256,7 @@ impl Plan {
                     if let Some(value) = regex
                         .captures(text(*view))
                         .and_then(|c| c.get(*group as usize))
+                        .filter(|value| !sanitize::holds_credential(value.as_str()))
                     {
                         return Some((rule.id.clone(), Some(value.as_str().to_owned())));
                     }
@@ -298,9 +298,9 @@ impl RegexSetEngine {
     /// The rejecting path as a `RegexSet` user would write it: redact, then ask whether any
     /// pattern matches at all (guards ignored, so it only over-approximates).
     fn any_match(&self, evidence: &Evidence) -> bool {
-        let raw = evidence.raw_text();
-        self.sets[view_index(TextView::Raw)].is_match(&raw)
-            || self.sets[view_index(TextView::Sanitized)].is_match(&sanitize::diagnostic(&raw))
+        let views = TextViews::new(evidence);
+        self.sets[view_index(TextView::Raw)].is_match(views.raw())
+            || self.sets[view_index(TextView::Sanitized)].is_match(views.sanitized())
     }
 }
 
@@ -324,17 +324,16 @@ impl SequentialGate {
     }
 
     fn any_match(&self, evidence: &Evidence) -> bool {
-        let raw = evidence.raw_text();
+        let views = TextViews::new(evidence);
         if self.regexes[view_index(TextView::Raw)]
             .iter()
-            .any(|regex| regex.is_match(&raw))
+            .any(|regex| regex.is_match(views.raw()))
         {
             return true;
         }
-        let sanitized = sanitize::diagnostic(&raw);
         self.regexes[view_index(TextView::Sanitized)]
             .iter()
-            .any(|regex| regex.is_match(&sanitized))
+            .any(|regex| regex.is_match(views.sanitized()))
     }
 }
 
@@ -522,9 +521,8 @@ mod vectorscan {
 
         /// The rejecting path with Vectorscan: redact, then scan until the first match.
         pub fn any_match(&self, evidence: &Evidence) -> bool {
-            let raw = evidence.raw_text();
-            let sanitized = super::sanitize::diagnostic(&raw);
-            [raw.as_str(), sanitized.as_str()]
+            let views = super::TextViews::new(evidence);
+            [views.raw(), views.sanitized()]
                 .iter()
                 .zip(&self.views)
                 .any(|(text, db)| {
@@ -960,7 +958,7 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
     runs.push((
         "sanitize_only",
         Box::new(|input| {
-            black_box(sanitize::diagnostic(&input.raw_text()));
+            black_box(TextViews::new(input).into_sanitized());
         }),
     ));
     bench_group(c, group_name, inputs, runs);

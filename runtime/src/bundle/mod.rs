@@ -251,15 +251,13 @@ impl Bundle {
         if evidence.reset_hint.is_none() && extractors.is_empty() {
             return;
         }
-        let raw = if extractors.is_empty() {
-            String::new()
-        } else {
-            evidence.raw_text()
-        };
+        // Extractors read the raw view: the same bounded tail of the text the rules read.
+        let views = (!extractors.is_empty()).then(|| crate::text::TextViews::new(evidence));
+        let raw = views.as_ref().map_or("", crate::text::TextViews::raw);
         let hint = crate::timing::resolve(
             evidence.reset_hint.as_deref(),
             extractors,
-            &raw,
+            raw,
             crate::timing::timestamp(now),
             steps,
         );
