@@ -94,11 +94,11 @@ static CREDENTIAL_REPLACEMENTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock:
     .collect()
 });
 
-/// The keywords that make a key or an option name secret-looking.
+/// The keywords that make a key or an option name secret-looking, anywhere in it (`pwd` only
+/// as a whole part of the key: `DB_PWD`, not `upwds8`).
 const SECRET_WORDS: &[&str] = &[
     "password",
     "passwd",
-    "pwd",
     "secret",
     "token",
     "api_key",
@@ -109,7 +109,11 @@ const SECRET_WORDS: &[&str] = &[
 
 static KEY: LazyLock<String> = LazyLock::new(|| {
     let words: Vec<String> = SECRET_WORDS.iter().map(|w| ascii_any_case(w)).collect();
-    format!("[A-Za-z0-9_.-]*(?:{})[A-Za-z0-9_.-]*", words.join("|"))
+    let pwd = ascii_any_case("pwd");
+    format!(
+        "[A-Za-z0-9_.-]*(?:{})[A-Za-z0-9_.-]*|(?:[A-Za-z0-9_.-]*[_.-])?{pwd}(?:[_.-][A-Za-z0-9_.-]*)?",
+        words.join("|")
+    )
 });
 
 /// A secret-looking key and its `:`/`=`: double-quoted, single-quoted (either possibly escaped
@@ -134,6 +138,15 @@ static SECRET_OPTION: LazyLock<Regex> = LazyLock::new(|| {
         r"--(?P<name>[A-Za-z0-9_-]*(?:{}))(?:=|[ \t]+)",
         words.join("|")
     ))
+});
+
+/// A long run of token characters, and a key prefix inside one: a key that does not cover its
+/// run is part of a larger opaque secret.
+static TOKEN_RUN: LazyLock<Regex> = LazyLock::new(|| regex(r"[A-Za-z0-9+_-]{32,}"));
+static KEY_IN_RUN: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"sk-[A-Za-z0-9_-]{12,}|github_pat_[A-Za-z0-9_]{50,}|ghp_[A-Za-z0-9]{30,}|kandev_pat_[A-Za-z0-9_]+|(?:AKIA|ASIA)[A-Z0-9]{16}",
+    )
 });
 
 static URL_USERINFO: LazyLock<Regex> =
@@ -248,12 +261,15 @@ fn credential_passes(redacting: &mut Redacting<'_, '_>) {
     for (pattern, replacement) in CREDENTIAL_REPLACEMENTS.iter() {
         redacting.replace(pattern, replacement);
     }
+    // User-info before assignments: a user name that looks like a key (`token:…@`, `pwd:…@`)
+    // must not turn the password after it into an assignment value that hides the `@`.
+    redacting.replace(&URL_USERINFO, "${1}***@");
     redacting.pass(secret_options);
     redacting.pass(assignments);
-    redacting.replace(&URL_USERINFO, "${1}***@");
 }
 
 fn diagnostic_passes(redacting: &mut Redacting<'_, '_>) {
+    redacting.pass(keys_inside_runs);
     credential_passes(redacting);
     redacting.replace(&URL, "${1}${2}");
     redacting.replace(&WORKSPACE_ID, "[redacted-id]");
@@ -328,6 +344,25 @@ pub fn cut(mut text: String, limit: usize) -> String {
         text.truncate(end);
     }
     text
+}
+
+/// A long opaque run with a key inside it that does not cover it whole (`…Xsk-…`, `AKIA…` with
+/// more glued after it) is one secret: it becomes `***` whole, before the credential tier's
+/// key pattern could cut it into pieces too short for the opaque-run rule. A run that is
+/// exactly a key keeps the credential tier's marker (`sk-***`).
+fn keys_inside_runs(text: &str, edits: &mut Vec<Edit>) {
+    for run in TOKEN_RUN.find_iter(text) {
+        let covered = KEY_IN_RUN
+            .find(run.as_str())
+            .is_none_or(|key| key.start() == 0 && key.end() == run.len());
+        if !covered {
+            edits.push(Edit {
+                start: run.start(),
+                end: run.end(),
+                with: Cow::Borrowed("***"),
+            });
+        }
+    }
 }
 
 /// E-mail addresses, except npm's `name@1.2.3-tag.rc`, whose "domain" is a version.
@@ -798,6 +833,17 @@ mod tests {
     }
 
     #[test]
+    fn url_user_names_that_look_like_keys_go_with_the_user_info() {
+        assert_eq!(
+            credentials("https://token:x-oauth-basic@github.com/o/r and redis://upwd:Zq9x@db:6379"),
+            "https://***@github.com/o/r and redis://***@db:6379"
+        );
+        // `pwd` counts as a whole part of a key only.
+        assert_eq!(credentials("upwds8: value"), "upwds8: value");
+        assert_eq!(credentials("OLDPWD=/x DB_PWD=y"), "OLDPWD: *** DB_PWD: ***");
+    }
+
+    #[test]
     fn password_and_token_options_are_credentials() {
         let cases = [
             (
@@ -832,6 +878,25 @@ mod tests {
         assert_eq!(
             diagnostic("No matching version found for pkg@1.0.0-alpha.beta."),
             "No matching version found for pkg@1.0.0-alpha.beta."
+        );
+    }
+
+    #[test]
+    fn keys_inside_longer_runs_take_the_whole_run() {
+        assert_eq!(
+            diagnostic("blob Qx7aBcDeFgHiJkLmNoPsk-abcdefghijklmnop end"),
+            "blob *** end"
+        );
+        assert_eq!(
+            diagnostic("id AKIAIOSFODNN7EXAMPLEZ0123456789abcdef end"),
+            "id *** end"
+        );
+        // A key that is the whole run keeps its marker; keys after `=` or `/` are whole runs.
+        assert_eq!(
+            diagnostic(
+                "k sk-abcdefghijklmnopqrstuvwxyz0123456789 api_key=sk-abcdefghijklmnopqrstuvwxyz01"
+            ),
+            "k sk-*** api_key: ***"
         );
     }
 
