@@ -7,9 +7,9 @@
 //! - The `raw` view is that tail, unredacted.
 //! - The `sanitized` view is its diagnostic-tier redaction. The redaction also reads up to
 //!   [`CONTEXT_BYTES`] before the tail, and the view then starts where the tail's first byte
-//!   landed, so a secret whose marker lies just before the cut (`password: ` on the previous
-//!   line's end, `Bearer` then a line break) is still removed, and the view never begins inside
-//!   a redacted value. Redaction can lengthen text a little (`/home/a/b` becomes
+//!   landed, so a secret whose marker lies just before the cut (`Bearer` then a line break, or
+//!   `password: ` when a very long line is cut inside its value) is still removed, and the view
+//!   never begins inside a redacted value. Redaction can lengthen text a little (`/home/a/b` becomes
 //!   `/home/<redacted>/[path-redacted]`) or shorten it.
 //! - The excerpt is [`MAX_EXCERPT_BYTES`] of the sanitized view (see [`excerpt`]).
 //!
@@ -21,6 +21,7 @@ use std::cell::OnceCell;
 
 use crate::evidence::Evidence;
 use crate::sanitize::{self, MAX_EXCERPT_BYTES};
+use crate::vocab::TextView;
 
 /// The most text rules match: the last mebibyte of the evidence text.
 pub const MAX_MATCHED_BYTES: usize = 1 << 20;
@@ -110,10 +111,10 @@ impl<'a> TextViews<'a> {
     }
 
     /// One of the views.
-    pub fn get(&self, view: crate::vocab::TextView) -> &str {
+    pub fn get(&self, view: TextView) -> &str {
         match view {
-            crate::vocab::TextView::Raw => self.raw(),
-            crate::vocab::TextView::Sanitized => self.sanitized(),
+            TextView::Raw => self.raw(),
+            TextView::Sanitized => self.sanitized(),
         }
     }
 

@@ -81,9 +81,9 @@ struct ViewEngine {
     /// Per global pattern: (position of its DFA in `dfas`, pattern id there, exact regex if the
     /// DFA over-approximates it or captures are needed).
     patterns: Vec<(usize, usize, Option<Regex>)>,
-    /// Per global pattern: its text, and a regex for it compiled on first need, to find where
-    /// it matched when the excerpt must show it (texts longer than an excerpt only).
-    located: Vec<(String, OnceLock<Option<Regex>>)>,
+    /// Per global pattern: a regex for it, compiled on first need, to find where it matched
+    /// when the excerpt must show it (texts longer than an excerpt only).
+    located: Vec<OnceLock<Option<Regex>>>,
 }
 
 #[derive(Debug)]
@@ -153,7 +153,7 @@ impl Engine {
             let mut patterns = Vec::new();
             let mut located = Vec::new();
             for (index, pattern) in view.patterns.iter().enumerate() {
-                located.push((pattern.pattern.clone(), OnceLock::new()));
+                located.push(OnceLock::new());
                 let exact = if pattern.approximate || needs_captures(index) {
                     Some(compile(&pattern.pattern)?)
                 } else {
@@ -409,19 +409,19 @@ impl Engine {
             None => match model.rules.last() {
                 Some(last) => (model.rules.len() - 1, last, None),
                 None => {
-                    let excerpt = self.excerpt(None, texts);
+                    let excerpt = self.excerpt(model, None, texts);
                     return (unclassified(catalogue_version, excerpt), None);
                 }
             },
         };
         let Some(code) = model.codes.get(rule.code as usize) else {
-            let excerpt = self.excerpt(None, texts);
+            let excerpt = self.excerpt(model, None, texts);
             return (unclassified(catalogue_version, excerpt), None);
         };
         // A rule with a fixed excerpt reports it instead of the evidence text.
         let excerpt = match &rule.excerpt {
             Some(fixed) => fixed.clone(),
-            None => self.excerpt(Some(rule), texts),
+            None => self.excerpt(model, Some(rule), texts),
         };
         let remediation = remediation.or_else(|| match &rule.remediation {
             Some(RemediationEntry::Token(token)) => Some(token.clone()),
@@ -447,11 +447,16 @@ impl Engine {
 
     /// The excerpt of a classification won by `rule` (or by none): the sanitized view, moved
     /// out when it fits; else the window of it that shows the rule's match ([`text::excerpt`]).
-    fn excerpt(&self, rule: Option<&RuleEntry>, texts: TextViews<'_>) -> String {
+    fn excerpt(
+        &self,
+        model: &CatalogueModel,
+        rule: Option<&RuleEntry>,
+        texts: TextViews<'_>,
+    ) -> String {
         if texts.sanitized().len() <= sanitize::MAX_EXCERPT_BYTES {
             return texts.into_sanitized();
         }
-        let at = rule.and_then(|rule| self.locate(rule, &texts));
+        let at = rule.and_then(|rule| self.locate(model, rule, &texts));
         text::excerpt(texts.sanitized(), at).to_owned()
     }
 
@@ -459,14 +464,26 @@ impl Engine {
     /// match of its pattern (agents print their fatal error last; a raw-view match is carried
     /// through the redaction), or the start of the text for a `prefix` or `whole` matcher.
     /// `None` for a rule without text matchers.
-    fn locate(&self, rule: &RuleEntry, texts: &TextViews<'_>) -> Option<usize> {
+    fn locate(
+        &self,
+        model: &CatalogueModel,
+        rule: &RuleEntry,
+        texts: &TextViews<'_>,
+    ) -> Option<usize> {
         let matcher = rule.matchers.first()?;
         let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind else {
             return Some(0);
         };
-        let view = self.views.iter().find(|view| view.view == matcher.view)?;
-        let (source, cell) = view.located.get(pattern as usize)?;
-        let regex = cell.get_or_init(|| Regex::new(source).ok()).as_ref()?;
+        // The engine's views are the model's, in the same order.
+        let index = self
+            .views
+            .iter()
+            .position(|view| view.view == matcher.view)?;
+        let cell = self.views.get(index)?.located.get(pattern as usize)?;
+        let source = model.views.get(index)?.patterns.get(pattern as usize)?;
+        let regex = cell
+            .get_or_init(|| Regex::new(&source.pattern).ok())
+            .as_ref()?;
         let found = regex.find_iter(texts.get(matcher.view)).last()?;
         Some(match matcher.view {
             TextView::Sanitized => found.start(),
