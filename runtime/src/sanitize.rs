@@ -87,7 +87,9 @@ static CREDENTIAL_REPLACEMENTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock:
         (r"kandev_pat_[A-Za-z0-9_]+", "kandev_pat_***"),
         (r"(AKIA|ASIA)[A-Z0-9]{16}", "${1}***"),
         (r"(?i)Bearer\s+[A-Za-z0-9._\-+/=]{20,}", "Bearer ***"),
-        (r"(?i)Authorization:[ \t]*[^\r\n]+", "Authorization: ***"),
+        // The key keeps its case, so that `authorization: ***` (an assignment's output) is
+        // left as it is: both tiers are idempotent.
+        (r"(?i)(Authorization):[ \t]*[^\r\n]+", "${1}: ***"),
     ]
     .into_iter()
     .map(|(pattern, replacement)| (regex(pattern), replacement))
@@ -279,6 +281,9 @@ fn diagnostic_passes(redacting: &mut Redacting<'_, '_>) {
     redacting.replace(&HOME_HOME, "/home/<redacted>/");
     redacting.pass(windows_paths);
     redacting.pass(unix_paths);
+    // Removing a run or a path can leave `scheme://…@` with nothing between (`C://"x/y/@`):
+    // user-info once more, so that the tier is idempotent.
+    redacting.replace(&URL_USERINFO, "${1}***@");
 }
 
 fn run<'t>(text: &'t str, marks: &mut [usize], passes: fn(&mut Redacting<'_, '_>)) -> Cow<'t, str> {
@@ -470,10 +475,10 @@ fn assignments(text: &str, edits: &mut Vec<Edit>) {
         };
         let value_start = whole.end();
         let key_lower = key.as_str().to_ascii_lowercase();
-        let value_end = if key_lower.contains("authorization") && !starts_quoted(text, value_start)
-        {
-            // An authorization value is a scheme and a credential (`Basic dXNl…`): unquoted, it
-            // runs to the end of the line, as the `Authorization:` header form does.
+        let value_end = if key_lower.contains("authorization") {
+            // An authorization value is a scheme and a credential (`Basic dXNl…`), quoted or
+            // not: it runs to the end of the line, as the `Authorization:` header form does
+            // (which also reads this tier's own `authorization: ***` so, idempotently).
             let rest = text.get(value_start..).unwrap_or("");
             value_start + rest.find(['\r', '\n']).unwrap_or(rest.len())
         } else {
@@ -505,13 +510,6 @@ fn assignments(text: &str, edits: &mut Vec<Edit>) {
     }
 }
 
-/// Whether the value at `start` opens with a quote, possibly escaped with backslashes.
-fn starts_quoted(text: &str, start: usize) -> bool {
-    let rest = text.get(start..).unwrap_or("").as_bytes();
-    let backslashes = rest.iter().take_while(|b| **b == b'\\').count();
-    matches!(rest.get(backslashes), Some(b'"' | b'\''))
-}
-
 /// The end of an assignment's value starting at `start`: a quoted string, or a bare run up to
 /// whitespace, leaving trailing `}])>` and `,`/`;` outside.
 ///
@@ -520,27 +518,11 @@ fn starts_quoted(text: &str, start: usize) -> bool {
 /// backslashes the inner escaping adds (a quote preceded by `n + k·2(n+1)` backslashes closes a
 /// value opened by `n` of them).
 fn scan_value(text: &str, start: usize) -> usize {
-    let rest = text.get(start..).unwrap_or("");
-    let bytes = rest.as_bytes();
-    let opening = bytes.iter().take_while(|b| **b == b'\\').count();
-    if let Some(&quote @ (b'"' | b'\'')) = bytes.get(opening) {
-        let period = 2 * (opening + 1);
-        let mut run = 0;
-        for (index, &byte) in bytes.iter().enumerate().skip(opening + 1) {
-            match byte {
-                b'\n' => break,
-                b'\\' => run += 1,
-                _ if byte == quote => {
-                    if run >= opening && (run - opening) % period == 0 {
-                        return start + index + 1;
-                    }
-                    run = 0;
-                }
-                _ => run = 0,
-            }
-        }
-        // An unterminated quote: scan it as a bare value.
+    if let Some(end) = quoted_end(text, start) {
+        return end;
     }
+    // Not quoted, or an unterminated quote: a bare value.
+    let rest = text.get(start..).unwrap_or("");
     let bare_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let bare = rest.get(..bare_end).unwrap_or("");
     let trimmed = bare
@@ -548,6 +530,40 @@ fn scan_value(text: &str, start: usize) -> usize {
         .trim_end_matches(['}', ']', ')', '>'])
         .trim_end_matches([',', ';']);
     start + trimmed.len()
+}
+
+/// The end of a quoted value starting at `start`, if it is one and its quote closes on its line,
+/// with what is glued to the closing quote (`"abc"def` is one value, as a shell reads it), up
+/// to a blank or a JSON delimiter.
+fn quoted_end(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.get(start..).unwrap_or("").as_bytes();
+    let opening = bytes.iter().take_while(|b| **b == b'\\').count();
+    let &quote = bytes.get(opening).filter(|b| matches!(b, b'"' | b'\''))?;
+    let period = 2 * (opening + 1);
+    let mut run = 0;
+    for (index, &byte) in bytes.iter().enumerate().skip(opening + 1) {
+        match byte {
+            b'\n' => return None,
+            b'\\' => run += 1,
+            _ if byte == quote => {
+                if run >= opening && (run - opening) % period == 0 {
+                    let after = bytes.get(index + 1..).unwrap_or_default();
+                    let glued = after
+                        .iter()
+                        .take_while(|b| {
+                            !b.is_ascii_whitespace()
+                                && !matches!(b, b',' | b';' | b':' | b'}' | b']' | b')' | b'>')
+                                && !matches!(b, b'"' | b'\'' | b'\\')
+                        })
+                        .count();
+                    return Some(start + index + 1 + glued);
+                }
+                run = 0;
+            }
+            _ => run = 0,
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -768,13 +784,14 @@ mod tests {
     #[test]
     fn json_authorization_key_with_a_short_credential_is_redacted() {
         let cases = [
+            // Like the `Authorization:` header form, the value runs to the end of the line.
             (
-                r#"{"Authorization": "Basic dXNlcjpwYXNz", "x": 1}"#,
-                r#"{"Authorization": ***, "x": 1}"#,
+                "{\"Authorization\": \"Basic dXNlcjpwYXNz\", \"x\": 1}\nnext",
+                "{\"Authorization\": ***\nnext",
             ),
             (
                 r#"{'authorization': 'Basic dXNlcjpw'}"#,
-                r#"{'authorization': ***}"#,
+                r#"{'authorization': ***"#,
             ),
             (
                 "authorization=Basic dXNlcjpw\nnext",
@@ -782,7 +799,7 @@ mod tests {
             ),
             (
                 r#"{\"Authorization\": \"Bearer abc\"}"#,
-                r#"{\"Authorization\": ***}"#,
+                r#"{\"Authorization\": ***"#,
             ),
         ];
         for (input, expected) in cases {
@@ -968,6 +985,57 @@ mod tests {
         })
     }
 
+    /// Pieces of the shapes the tiers look for, to be glued together in any order.
+    fn soup_part() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "sk-",
+                "ghp_",
+                "github_pat_",
+                "AKIA",
+                "eyJ",
+                ".",
+                "Bearer ",
+                "Authorization:",
+                "authorization",
+                "password",
+                "pwd",
+                "_PWD",
+                "token",
+                "api_key",
+                "--token",
+                "--password",
+                "=",
+                ": ",
+                "\"",
+                "'",
+                "\\",
+                "\\\"",
+                "https://",
+                "ftp://",
+                "@",
+                "/home/",
+                "/Users/",
+                "C:\\",
+                "C://",
+                "/",
+                " ",
+                "\n",
+                "\t",
+                ",",
+                ";",
+                "}",
+                "ses_",
+                "[",
+                "*",
+                "example.com",
+                "1.2.3",
+            ])
+            .prop_map(str::to_owned),
+            "[A-Za-z0-9]{1,40}",
+        ]
+    }
+
     proptest! {
         #[test]
         fn both_tiers_are_idempotent(text in "[ -~\n]{0,200}") {
@@ -975,6 +1043,16 @@ mod tests {
             prop_assert_eq!(diagnostic(&once), once.clone());
             let credential_once = credentials(&text);
             prop_assert_eq!(credentials(&credential_once), credential_once);
+        }
+
+        // The credential tier is idempotent on text made of the pieces of the shapes it looks
+        // for (the diagnostic tier is checked on printable text above: gluing URLs, homes and
+        // paths together in any order can make its path rules disagree with themselves).
+        #[test]
+        fn the_credential_tier_is_idempotent_on_secret_shaped_soup(parts in prop::collection::vec(soup_part(), 0..14)) {
+            let text = parts.concat();
+            let once = credentials_unbounded(&text);
+            prop_assert_eq!(credentials_unbounded(&once), once.clone(), "text: {:?}", text);
         }
 
         #[test]
