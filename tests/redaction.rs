@@ -167,6 +167,22 @@ fn shapes() -> Vec<(&'static str, Tier, Maker)> {
             );
             (jwt.clone(), vec![jwt])
         }),
+        ("jwe", Credential, |r| {
+            // Five segments; the encrypted key is empty with direct encryption.
+            let key = if r.below(2) == 0 {
+                String::new()
+            } else {
+                r.word_between(BASE64URL, 40, 80)
+            };
+            let jwe = format!(
+                "eyJ{}.{key}.{}.{}.{}",
+                r.word_between(BASE64URL, 20, 60),
+                r.word(BASE64URL, 16),
+                r.word_between(BASE64URL, 10, 90),
+                r.word(BASE64URL, 22),
+            );
+            (jwe.clone(), vec![jwe])
+        }),
         ("jwt_with_sk", Credential, |r| {
             let jwt = format!(
                 "eyJ{}.eyJ{}.{}sk-{}",
@@ -311,6 +327,24 @@ fn shapes() -> Vec<(&'static str, Tier, Maker)> {
                 32,
                 64,
             );
+            (run.clone(), vec![run])
+        }),
+        ("opaque_run_with_key", Diagnostic, |r| {
+            // A key glued inside a longer opaque secret: the key pattern alone would leave the
+            // rest of the run.
+            let key = match r.below(3) {
+                0 => format!("sk-{}", r.word(ALNUM, 14)),
+                1 => format!("AKIA{}", r.word(UPPER_DIGITS, 16)),
+                _ => format!("ghp_{}", r.word(ALNUM, 36)),
+            };
+            // An opaque run is 32 characters or more (in a shorter one, only the key is a
+            // secret).
+            let before = r.word_between(ALNUM, 4, 20);
+            let after = r.word(
+                ALNUM,
+                32usize.saturating_sub(before.len() + key.len()).max(1),
+            );
+            let run = format!("{before}{key}{after}");
             (run.clone(), vec![run])
         }),
         ("url_path", Diagnostic, |r| {

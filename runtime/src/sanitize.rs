@@ -5,8 +5,8 @@
 //! bundle stamped with another.
 //!
 //! - The **credential tier** removes secrets and keeps everything else: for user-authored text
-//!   such as a launch prompt, whose ids and hashes must survive. In order: JWTs (`eyJ…`, three
-//!   base64url segments, any length), `sk-…` keys, GitHub tokens (`github_pat_…`, `ghp_…`),
+//!   such as a launch prompt, whose ids and hashes must survive. In order: JWTs and JWEs (`eyJ…`
+//!   and two or more dot-separated base64url segments, any length), `sk-…` keys, GitHub tokens (`github_pat_…`, `ghp_…`),
 //!   `kandev_pat_…`, AWS access key ids (`AKIA…`, `ASIA…`), `Bearer` credentials,
 //!   `Authorization:` headers, the values of `--api-key`, `--password`, `--token` and
 //!   `--secret` options, assignments of secret-looking keys (`password`, `passwd`, `pwd`,
@@ -73,14 +73,16 @@ fn ascii_any_case(word: &str) -> String {
         .collect()
 }
 
-/// Secret shapes replaced whole, in order (`$n` in a replacement expands a group). JWTs come
-/// first: a JWT's signature may contain `sk-`, which would otherwise leave the rest of it.
+/// A JWT or JWE. JWS compact serialization (RFC 7515, section 3.1; a JWT) is three base64url
+/// segments joined by dots, the first an encoded JSON header (`{"` → `eyJ`); a JWE (RFC 7516)
+/// has five, some possibly empty. Replaced first: a JWT's signature may contain `sk-`, which
+/// would otherwise leave the rest of it.
+static JWT: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"\beyJ[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*){2,}"));
+
+/// Secret shapes replaced whole after JWTs, in order (`$n` in a replacement expands a group).
 static CREDENTIAL_REPLACEMENTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
-        (
-            r"\beyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]*",
-            "eyJ***",
-        ),
         (r"sk-[A-Za-z0-9_-]{12,}", "sk-***"),
         (r"github_pat_[A-Za-z0-9_]{50,}", "github_pat_***"),
         (r"ghp_[A-Za-z0-9]{30,}", "ghp_***"),
@@ -260,6 +262,7 @@ fn moved(mark: usize, edits: &[Edit]) -> usize {
 }
 
 fn credential_passes(redacting: &mut Redacting<'_, '_>) {
+    redacting.replace(&JWT, "eyJ***");
     for (pattern, replacement) in CREDENTIAL_REPLACEMENTS.iter() {
         redacting.replace(pattern, replacement);
     }
@@ -271,6 +274,9 @@ fn credential_passes(redacting: &mut Redacting<'_, '_>) {
 }
 
 fn diagnostic_passes(redacting: &mut Redacting<'_, '_>) {
+    // JWTs first here too: a JWT segment is a run that may hold a key, and taking the run alone
+    // would leave the JWT's other segments.
+    redacting.replace(&JWT, "eyJ***");
     redacting.pass(keys_inside_runs);
     credential_passes(redacting);
     redacting.replace(&URL, "${1}${2}");
@@ -836,6 +842,13 @@ mod tests {
         ] {
             assert_eq!(credentials(jwt), expected);
         }
+        // A JWE's five segments (the second empty with direct encryption).
+        assert_eq!(
+            credentials(
+                "jwe eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..48V1_ALb6US04U3b.5eym8TW_c8SuK0ltJ3rpYIzOeDQz7TALvtu6UG9oMo4vpzs9tX_EFShS8iB7j6ji.XFBoMYUZodetZdvTiFvSkQ end"
+            ),
+            "jwe eyJ*** end"
+        );
         // Not a JWT: `eyJ` inside a word, and two segments only.
         assert_eq!(credentials("keyJSON.parse.x"), "keyJSON.parse.x");
         assert_eq!(credentials("eyJa.b"), "eyJa.b");
