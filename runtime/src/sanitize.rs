@@ -5,17 +5,21 @@
 //! bundle stamped with another.
 //!
 //! - The **credential tier** removes secrets and keeps everything else: for user-authored text
-//!   such as a launch prompt, whose ids and hashes must survive. In order: JWTs and JWEs (`eyJ…`
-//!   and two or more dot-separated base64url segments, any length), `sk-…` keys, GitHub tokens (`github_pat_…`, `ghp_…`),
-//!   `kandev_pat_…`, AWS access key ids (`AKIA…`, `ASIA…`), `Bearer` credentials,
-//!   `Authorization:` headers, the values of `--api-key`, `--password`, `--token` and
-//!   `--secret` options, assignments of secret-looking keys (`password`, `passwd`, `pwd`,
-//!   `secret`, `token`, `api_key`, `authorization`, in any key containing them, as `key=v`,
-//!   `key: v`, and quoted or escaped-quoted JSON keys and values), and URL user-info.
-//! - The **diagnostic tier** first applies the credential tier, then strips URLs to scheme and
-//!   host, hides `wrk_`/`ses_`/`run_` ids, e-mail addresses, long opaque runs and local paths
-//!   (home directories, Unix and Windows paths): for provider output, classifier excerpts and
-//!   failure reasons.
+//!   such as a launch prompt, whose ids and hashes must survive. In order: JWTs and JWEs
+//!   (`eyJ…` and two or more dot-separated base64url segments, any length), `sk-…` keys, GitHub
+//!   tokens (`github_pat_…`, `ghp_…`), `kandev_pat_…`, AWS access key ids (`AKIA…`, `ASIA…`),
+//!   `Bearer` credentials, `Authorization:` headers, URL user-info, the values of options named
+//!   like secrets (`--api-key`, `--password`, `--token`, `--secret`, also with a prefix), and
+//!   assignments of secret-looking keys (any key containing `password`, `passwd`, `secret`,
+//!   `token`, `api_key` or `authorization`, or with `pwd` as a whole part, as `key=v`, `key: v`,
+//!   and quoted or escaped-quoted JSON keys and values).
+//! - The **diagnostic tier** first takes JWTs and long opaque runs with a key inside them
+//!   whole, applies the credential tier, then strips URLs to scheme and host, hides
+//!   `wrk_`/`ses_`/`run_` ids, e-mail addresses, long opaque runs and local paths (home
+//!   directories, Unix and Windows paths): for provider output, classifier excerpts and failure
+//!   reasons.
+//!
+//! The list, with each shape's replacement, is in `docs/evidence.md` (Redaction).
 //!
 //! Both are idempotent, and sanitize before cutting, so a secret can never be split from its
 //! key marker by the cut. Secrets are removed in the text as written, before the URL stripping
