@@ -185,8 +185,9 @@ impl Bundle {
     /// hot paths such as deciding the diagnostic marker of every streamed chunk. `false` means
     /// [`Bundle::classify`] would certainly answer with a low-confidence rule (the phase
     /// fallback of the shipped catalogue), so the caller may skip it; `true` means it might
-    /// not. It reads the structured guards and scans the raw text once for the rules'
-    /// required literals, without redacting the text or running an automaton.
+    /// not. It reads the structured guards and scans the raw view (the text's matched tail)
+    /// once for the rules' required literals, without redacting the text or running an
+    /// automaton.
     pub fn may_classify(&self, evidence: &crate::Evidence) -> bool {
         self.engine.may_classify(&self.model, evidence)
     }
