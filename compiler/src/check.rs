@@ -15,7 +15,8 @@ use crate::ir::*;
 use crate::pattern::{self, PatternProblem};
 use crate::suggest;
 
-/// The largest byte bound a suffix may have: text beyond the sanitized excerpt is never seen.
+/// The largest byte bound a suffix may have, the excerpt's: a `prefix` matcher describes one
+/// short message, not a log.
 pub const MAX_EXCERPT_BYTES: i64 = 4096;
 /// The largest rank.
 pub const MAX_RANK: i64 = 1_000_000;

@@ -1,10 +1,11 @@
 //! The reference interpreter: the simplest possible evaluation of a checked catalogue, the way
 //! the reference system classifies — every rule a `regex::Regex`, tried one after another in
-//! effective priority order. It shares nothing with the compiled path but the redaction tiers
-//! and the effective order, and exists to be compared with it: the compiled bundle must agree
-//! with it on every input.
+//! effective priority order. It shares nothing with the compiled path but the text views (the
+//! bounded tail and its redaction), the refusal of credential-shaped captures and the effective
+//! order, and exists to be compared with it: the compiled bundle must agree with it on every
+//! input.
 
-use faultline_runtime::{Evidence, EvidenceField, TextView, sanitize};
+use faultline_runtime::{Evidence, EvidenceField, TextView, TextViews, sanitize};
 use regex::Regex;
 
 use crate::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
@@ -109,15 +110,8 @@ impl Reference {
 
     /// The id of the rule that wins on `evidence`, and its remediation capture.
     pub fn classify(&self, evidence: &Evidence) -> Option<(String, Option<String>)> {
-        let raw = evidence.raw_text();
-        let sanitized = sanitize::diagnostic(&raw);
-        let text = |view: TextView| {
-            if view == TextView::Raw {
-                raw.as_str()
-            } else {
-                sanitized.as_str()
-            }
-        };
+        let views = TextViews::new(evidence);
+        let text = |view: TextView| views.get(view);
         let holds = |matcher: &TextMatcher, regex: Option<&Regex>| -> bool {
             let view_text = text(matcher.view);
             match (&matcher.kind, regex) {
@@ -177,8 +171,10 @@ impl Reference {
                         .and_then(|c| c.get(*group as usize))
                         .map(|g| g.as_str().to_owned());
                     match value {
-                        Some(value) => return Some((rule.id.clone(), Some(value))),
-                        None => continue,
+                        Some(value) if !sanitize::holds_credential(&value) => {
+                            return Some((rule.id.clone(), Some(value)));
+                        }
+                        _ => continue,
                     }
                 }
                 _ => return Some((rule.id.clone(), None)),

@@ -254,7 +254,7 @@ diagnostic_codes! {
     /// Fix: write the literal the matcher should require, without surrounding whitespace.
     EmptyLiteral = "0031", "empty-literal", Error, "empty or untrimmed literal";
     /// A `suffix MIN..=MAX bytes` bound is out of range: MIN greater than MAX, or MAX larger than
-    /// 4096 (the bound of the sanitized excerpt; text past it is never seen).
+    /// 4096 (the excerpt bound: a `prefix` matcher describes one short message, not a log).
     ///
     /// Fix: use 0 ≤ MIN ≤ MAX ≤ 4096, e.g. `suffix 1..=256 bytes`.
     ByteBoundOutOfRange = "0032", "byte-bound-out-of-range", Error, "byte bound out of range";

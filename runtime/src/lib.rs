@@ -3,6 +3,8 @@
 //! - [`Bundle`]: a compiled catalogue, loaded from untrusted bytes with every byte validated;
 //!   [`Bundle::classify`] maps [`Evidence`] to a [`Classification`], always.
 //! - [`sanitize`]: the redaction tiers rules are written against.
+//! - [`text`]: the text rules read (the bounded tail of the evidence, in both views) and the
+//!   excerpt a classification reports.
 //! - [`recovery`]: the recovery-evidence layer: whether automatic recovery is safe.
 //! - [`timing`]: reset times, structured or read from the text, validated against a clock.
 //! - [`vocab`]: the closed vocabularies evidence and classifications are written in; the
@@ -15,11 +17,13 @@ pub mod bundle;
 mod evidence;
 pub mod recovery;
 pub mod sanitize;
+pub mod text;
 pub mod timing;
 pub mod vocab;
 
 pub use bundle::{Bundle, BundleError};
 pub use evidence::{Classification, Evidence};
+pub use text::TextViews;
 pub use vocab::{
     Class, Confidence, EvidenceField, Flag, Phase, Scope, Source, TextView, TimingExtractor,
 };

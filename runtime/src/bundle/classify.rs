@@ -3,6 +3,7 @@
 //! priority order that fires.
 
 use std::cell::OnceCell;
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 use regex::Regex;
@@ -15,6 +16,7 @@ use super::model::{
 };
 use crate::evidence::{Classification, Evidence};
 use crate::sanitize;
+use crate::text::{self, TextViews};
 use crate::vocab::{Confidence, EvidenceField, TextView};
 
 /// The UTF-8 encodings of the two non-ASCII characters whose simple case folding reaches ASCII
@@ -79,6 +81,9 @@ struct ViewEngine {
     /// Per global pattern: (position of its DFA in `dfas`, pattern id there, exact regex if the
     /// DFA over-approximates it or captures are needed).
     patterns: Vec<(usize, usize, Option<Regex>)>,
+    /// Per global pattern: a regex for it, compiled on first need, to find where it matched
+    /// when the excerpt must show it (texts longer than an excerpt only).
+    located: Vec<OnceLock<Option<Regex>>>,
 }
 
 #[derive(Debug)]
@@ -146,7 +151,9 @@ impl Engine {
                 })
             };
             let mut patterns = Vec::new();
+            let mut located = Vec::new();
             for (index, pattern) in view.patterns.iter().enumerate() {
+                located.push(OnceLock::new());
                 let exact = if pattern.approximate || needs_captures(index) {
                     Some(compile(&pattern.pattern)?)
                 } else {
@@ -158,6 +165,7 @@ impl Engine {
                 view: view.view,
                 dfas: dfa_indices,
                 patterns,
+                located,
             });
         }
         let mut literal_rules = Vec::new();
@@ -315,23 +323,22 @@ impl Engine {
         if self.ungated.iter().any(guards_hold) {
             return true;
         }
-        // Every other rule above low confidence is gated: one of its literals must occur.
-        let raw = evidence.raw_text_view();
+        // Every other rule above low confidence is gated: one of its literals must occur in the
+        // text rules read. Every word of the sanitized view is in that raw view or introduced
+        // by the redaction (which the literals never require).
+        let views = TextViews::new(evidence);
+        let raw = views.raw();
         let folds = !self.fold_rules.is_empty()
             && !raw.is_ascii()
             && NON_ASCII_FOLDS
                 .iter()
                 .any(|needle| contains_bytes(raw.as_bytes(), needle));
-        let found = folds
-            || self
-                .gate
-                .as_ref()
-                .is_some_and(|gate| gate.is_match(raw.as_ref()));
+        let found = folds || self.gate.as_ref().is_some_and(|gate| gate.is_match(raw));
         if !found {
             return false;
         }
         // Some literal occurs: whether it belongs to a rule whose guards hold.
-        let admitted = self.admitted(&raw, model.rules.len());
+        let admitted = self.admitted(raw, model.rules.len());
         admitted
             .iter()
             .enumerate()
@@ -353,14 +360,10 @@ impl Engine {
         evidence: &Evidence,
     ) -> Option<Step> {
         let rule = model.rules.get(position)?;
-        let raw = evidence.raw_text();
-        let texts = Texts {
-            raw: &raw,
-            sanitized: OnceCell::new(),
-        };
+        let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
         let admitted = if rule.gated {
-            self.admitted(&raw, model.rules.len())
+            self.admitted(texts.raw(), model.rules.len())
         } else {
             Vec::new()
         };
@@ -377,15 +380,11 @@ impl Engine {
         evidence: &Evidence,
         mut trace: Option<&mut Trace>,
     ) -> (Classification, Option<usize>) {
-        let raw = evidence.raw_text();
-        let texts = Texts {
-            raw: &raw,
-            sanitized: OnceCell::new(),
-        };
+        let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
         let needs_prefilter = model.rules.iter().any(|rule| rule.gated);
         let admitted = if needs_prefilter {
-            self.admitted(&raw, model.rules.len())
+            self.admitted(texts.raw(), model.rules.len())
         } else {
             Vec::new()
         };
@@ -403,23 +402,27 @@ impl Engine {
                 }
             }
         }
-        // The sanitized view is the excerpt: moved out, not copied.
-        texts.sanitized();
-        let excerpt = texts.sanitized.into_inner().unwrap_or_default();
         // A validated bundle ends with a catch-all rule, so a winner always exists; the last
         // rule stands in if it ever does not.
         let (position, rule, remediation) = match winner {
             Some(found) => found,
             None => match model.rules.last() {
                 Some(last) => (model.rules.len() - 1, last, None),
-                None => return (unclassified(catalogue_version, excerpt), None),
+                None => {
+                    let excerpt = self.excerpt(model, None, texts);
+                    return (unclassified(catalogue_version, excerpt), None);
+                }
             },
         };
         let Some(code) = model.codes.get(rule.code as usize) else {
+            let excerpt = self.excerpt(model, None, texts);
             return (unclassified(catalogue_version, excerpt), None);
         };
         // A rule with a fixed excerpt reports it instead of the evidence text.
-        let excerpt = rule.excerpt.clone().unwrap_or(excerpt);
+        let excerpt = match &rule.excerpt {
+            Some(fixed) => fixed.clone(),
+            None => self.excerpt(model, Some(rule), texts),
+        };
         let remediation = remediation.or_else(|| match &rule.remediation {
             Some(RemediationEntry::Token(token)) => Some(token.clone()),
             _ => code.remediation.clone(),
@@ -442,12 +445,58 @@ impl Engine {
         (classification, Some(position))
     }
 
+    /// The excerpt of a classification won by `rule` (or by none): the sanitized view, moved
+    /// out when it fits; else the window of it that shows the rule's match ([`text::excerpt`]).
+    fn excerpt(
+        &self,
+        model: &CatalogueModel,
+        rule: Option<&RuleEntry>,
+        texts: TextViews<'_>,
+    ) -> String {
+        if texts.sanitized().len() <= sanitize::MAX_EXCERPT_BYTES {
+            return texts.into_sanitized();
+        }
+        let at = rule.and_then(|rule| self.locate(model, rule, &texts));
+        text::excerpt(texts.sanitized(), at).to_owned()
+    }
+
+    /// Where, in the sanitized view, the winning rule's first text matcher matched: the last
+    /// match of its pattern (agents print their fatal error last; a raw-view match is carried
+    /// through the redaction), or the start of the text for a `prefix` or `whole` matcher.
+    /// `None` for a rule without text matchers.
+    fn locate(
+        &self,
+        model: &CatalogueModel,
+        rule: &RuleEntry,
+        texts: &TextViews<'_>,
+    ) -> Option<usize> {
+        let matcher = rule.matchers.first()?;
+        let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind else {
+            return Some(0);
+        };
+        // The engine's views are the model's, in the same order.
+        let index = self
+            .views
+            .iter()
+            .position(|view| view.view == matcher.view)?;
+        let cell = self.views.get(index)?.located.get(pattern as usize)?;
+        let source = model.views.get(index)?.patterns.get(pattern as usize)?;
+        let regex = cell
+            .get_or_init(|| Regex::new(&source.pattern).ok())
+            .as_ref()?;
+        let found = regex.find_iter(texts.get(matcher.view)).last()?;
+        Some(match matcher.view {
+            TextView::Sanitized => found.start(),
+            TextView::Raw => texts.sanitized_offset(found.start()),
+        })
+    }
+
     fn evaluate(
         &self,
         index: usize,
         rule: &RuleEntry,
         evidence: &Evidence,
-        texts: &Texts<'_>,
+        texts: &TextViews<'_>,
         matched: &[Vec<OnceCell<PatternSet>>],
         admitted: &[bool],
     ) -> Outcome {
@@ -484,9 +533,13 @@ impl Engine {
                     .captures(texts.get(*view))
                     .and_then(|captures| captures.get(*group as usize))
                     .map(|group| group.as_str().to_owned());
+                // A captured value is reported as it is written, so one that holds a credential
+                // shape is refused like a missing one: no output field may carry a secret.
                 match captured {
-                    Some(value) => Outcome::Fired(Some(value)),
-                    None => Outcome::NoCapture,
+                    Some(value) if !sanitize::holds_credential(&value) => {
+                        Outcome::Fired(Some(value))
+                    }
+                    _ => Outcome::NoCapture,
                 }
             }
             _ => Outcome::Fired(None),
@@ -498,7 +551,7 @@ impl Engine {
         matcher: &MatcherEntry,
         literal: Option<&Regex>,
         evidence: &Evidence,
-        texts: &Texts<'_>,
+        texts: &TextViews<'_>,
         matched: &[Vec<OnceCell<PatternSet>>],
     ) -> bool {
         let text = texts.get(matcher.view);
@@ -596,25 +649,6 @@ impl Engine {
         // pattern counts as matched and lower-priority rules decide.
         let _ = dfa.try_which_overlapping_matches(&Input::new(text), &mut set);
         set
-    }
-}
-
-struct Texts<'a> {
-    raw: &'a str,
-    sanitized: OnceCell<String>,
-}
-
-impl Texts<'_> {
-    fn sanitized(&self) -> &str {
-        self.sanitized
-            .get_or_init(|| sanitize::diagnostic(self.raw))
-    }
-
-    fn get(&self, view: TextView) -> &str {
-        match view {
-            TextView::Raw => self.raw,
-            TextView::Sanitized => self.sanitized(),
-        }
     }
 }
 

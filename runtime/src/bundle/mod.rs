@@ -185,8 +185,9 @@ impl Bundle {
     /// hot paths such as deciding the diagnostic marker of every streamed chunk. `false` means
     /// [`Bundle::classify`] would certainly answer with a low-confidence rule (the phase
     /// fallback of the shipped catalogue), so the caller may skip it; `true` means it might
-    /// not. It reads the structured guards and scans the raw text once for the rules'
-    /// required literals, without redacting the text or running an automaton.
+    /// not. It reads the structured guards and scans the raw view (the text's matched tail)
+    /// once for the rules' required literals, without redacting the text or running an
+    /// automaton.
     pub fn may_classify(&self, evidence: &crate::Evidence) -> bool {
         self.engine.may_classify(&self.model, evidence)
     }
@@ -251,15 +252,13 @@ impl Bundle {
         if evidence.reset_hint.is_none() && extractors.is_empty() {
             return;
         }
-        let raw = if extractors.is_empty() {
-            String::new()
-        } else {
-            evidence.raw_text()
-        };
+        // Extractors read the raw view: the same bounded tail of the text the rules read.
+        let views = (!extractors.is_empty()).then(|| crate::text::TextViews::new(evidence));
+        let raw = views.as_ref().map_or("", crate::text::TextViews::raw);
         let hint = crate::timing::resolve(
             evidence.reset_hint.as_deref(),
             extractors,
-            &raw,
+            raw,
             crate::timing::timestamp(now),
             steps,
         );
