@@ -1209,6 +1209,12 @@ impl Checker<'_> {
 
     fn matcher(&mut self, file: &Arc<SourceFile>, matcher: &ast::Matcher) -> Option<TextMatcher> {
         let view = self.view(file, matcher.view.as_ref());
+        let span = match &matcher.kind {
+            ast::MatcherKind::Regex { pattern, .. } => pattern.span,
+            ast::MatcherKind::Prefix { literal, .. }
+            | ast::MatcherKind::Whole { literal, .. }
+            | ast::MatcherKind::Contains { literal, .. } => literal.span,
+        };
         let kind = match &matcher.kind {
             ast::MatcherKind::Regex {
                 pattern,
@@ -1291,7 +1297,11 @@ impl Checker<'_> {
                 ignore_case: ignore_case.is_some(),
             },
         };
-        Some(TextMatcher { view: view?, kind })
+        Some(TextMatcher {
+            view: view?,
+            kind,
+            span,
+        })
     }
 
     fn suffix_bound(
@@ -1353,6 +1363,7 @@ impl Checker<'_> {
                     lowered: lowered.lowered,
                     group: group_number,
                     view: view?,
+                    span: pattern.span,
                 })
             }
         }
