@@ -222,6 +222,9 @@ pub struct Scope {
     pub above_unknown: Vec<bool>,
     /// Per rule: whether it follows (or is) such a rule.
     pub below_unknown: Vec<bool>,
+    /// Whether some rules are left out or some relations ignored: the tie-break between rules
+    /// that nothing orders may then differ from the fixed catalogue's, so it decides nothing.
+    pub partial: bool,
 }
 
 impl Scope {
@@ -303,7 +306,8 @@ pub struct Inputs<'a> {
 }
 
 impl<'a> Analyzer<'a> {
-    fn new(db: &'a dyn Db, inputs: Inputs<'a>) -> Self {
+    /// An analyzer of the rules `inputs.scope` covers (of `only` among them, when given).
+    fn new(db: &'a dyn Db, inputs: Inputs<'a>, only: Option<&[usize]>) -> Self {
         let components = ComponentBudget::new(inputs.budget, inputs.lowering);
         let texts = inputs
             .catalogue
@@ -311,7 +315,7 @@ impl<'a> Analyzer<'a> {
             .iter()
             .enumerate()
             .map(|(index, rule)| {
-                if inputs.scope.analysed(index) {
+                if inputs.scope.analysed(index) && only.is_none_or(|only| only.contains(&index)) {
                     rule_text(db, rule, &components)
                 } else {
                     RuleText::default()
@@ -342,7 +346,7 @@ impl<'a> Analyzer<'a> {
 
 /// Runs every analysis on the rules `inputs.scope` covers.
 pub fn analyze(db: &dyn Db, inputs: Inputs<'_>) -> Vec<Diagnostic> {
-    let analyzer = Analyzer::new(db, inputs);
+    let analyzer = Analyzer::new(db, inputs, None);
     let live = analyzer.dead_rules_and_vetoes();
     analyzer.ties(&live);
     analyzer.shadowed(&live);
@@ -353,7 +357,7 @@ pub fn analyze(db: &dyn Db, inputs: Inputs<'_>) -> Vec<Diagnostic> {
 /// The collision analysis's verdict on two rules (catalogue indices), as `faultline check`
 /// reaches it for the pair.
 pub fn pair_verdict(db: &dyn Db, inputs: Inputs<'_>, a: usize, b: usize) -> PairVerdict {
-    let analyzer = Analyzer::new(db, inputs);
+    let analyzer = Analyzer::new(db, inputs, Some(&[a, b]));
     let live = |rule: usize| analyzer.fires_somewhere(rule);
     analyzer.pair_verdict(a, b, &live)
 }
@@ -1254,6 +1258,7 @@ impl Analyzer<'_> {
             let mut covering_rules: Vec<usize> = Vec::new();
             let mut verdict: Option<Result<(), ()>> = None;
             let mut first_witness: Option<Evidence> = None;
+            let mut held = false;
             'refine: for _ in 0..REFINEMENTS {
                 let query: Vec<&Component> = text.components.iter().chain(&excluded).collect();
                 let witnesses = match self.search(&query, self.budget.max_witnesses) {
@@ -1277,6 +1282,15 @@ impl Analyzer<'_> {
                     }
                     first_witness.get_or_insert(evidence);
                     let winner = self.rule_index.get(classification.rule.as_str()).copied();
+                    // Beside errors, a winner that nothing orders above the rule is above it
+                    // only by the tie-break, which the rules with errors may change.
+                    if let Some(winner) = winner
+                        && self.scope.partial
+                        && self.priority.unordered(self.catalogue, winner, index)
+                    {
+                        held = true;
+                        break 'refine;
+                    }
                     if let Some(winner) = winner.filter(|w| !covering_rules.contains(w)) {
                         match self.covering_component(rule, winner) {
                             Some(None) => {
@@ -1297,6 +1311,9 @@ impl Analyzer<'_> {
                 if !refined {
                     break;
                 }
+            }
+            if held {
+                continue;
             }
             match verdict {
                 Some(Ok(())) => {}

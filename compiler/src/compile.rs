@@ -160,6 +160,7 @@ impl Compiler {
         let clean = !front_end_errors && !diagnostics.iter().any(Diagnostic::is_error);
         let scope = analysis::Scope {
             analysed: lowered.included.clone(),
+            partial: !clean,
             ..scope
         };
         Stage {
@@ -236,7 +237,12 @@ impl Compiler {
             patterns: lowered.patterns.clone(),
         };
         if let Some((bytes, bundle)) = built {
-            diagnostics.extend(check_examples(&compilation.catalogue, &bundle, &scope));
+            diagnostics.extend(check_examples(
+                &compilation.catalogue,
+                &priority,
+                &bundle,
+                &scope,
+            ));
             diagnostics.extend(analysis::analyze(
                 db,
                 analysis::Inputs {
@@ -511,6 +517,7 @@ fn analysis_scope(
         analysed: vec![true; count],
         above_unknown: above,
         below_unknown: below,
+        partial: false,
     }
 }
 
@@ -528,15 +535,22 @@ fn describe(evidence: &Evidence) -> String {
 /// depend on the order).
 fn check_examples(
     catalogue: &Catalogue,
+    priority: &Priority,
     bundle: &Bundle,
     scope: &analysis::Scope,
 ) -> Vec<Diagnostic> {
+    let index: HashMap<&str, usize> = catalogue
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| (rule.id.as_str(), i))
+        .collect();
     let mut diagnostics = Vec::new();
-    for (index, rule) in catalogue.rules.iter().enumerate() {
-        if !scope.analysed.get(index).copied().unwrap_or(true) {
+    for (rule_index, rule) in catalogue.rules.iter().enumerate() {
+        if !scope.analysed.get(rule_index).copied().unwrap_or(true) {
             continue;
         }
-        let order_known = scope.order_known(index);
+        let order_known = scope.order_known(rule_index);
         let run = |example: &Example| {
             let evidence = example_evidence(&example.evidence);
             let classification = bundle.classify(&evidence);
@@ -549,7 +563,14 @@ fn check_examples(
         };
         for example in rule.examples.iter().filter(|_| order_known) {
             let (evidence, classification, own_step) = run(example);
-            if classification.rule != rule.id {
+            // Beside errors, a winner that nothing orders above the rule wins only by the
+            // tie-break, which the rules with errors may change.
+            let by_tie_break = scope.partial
+                && own_step == "fired"
+                && index
+                    .get(classification.rule.as_str())
+                    .is_some_and(|&winner| priority.unordered(catalogue, winner, rule_index));
+            if classification.rule != rule.id && !by_tie_break {
                 let why = if own_step == "fired" {
                     format!(
                         "`{}` fired but `{}` outranks it",

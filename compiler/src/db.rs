@@ -82,12 +82,15 @@ pub struct PatternKey<'db> {
     pub nfa: usize,
 }
 
-/// One exact attempt at a pattern's DFA alone, under its limits.
+/// One attempt at a pattern's DFA alone (exact, or with bounded gaps widened), under its
+/// limits.
 #[salsa::interned(debug)]
 pub struct ExactKey<'db> {
     /// The pattern text.
     #[returns(ref)]
     pub text: String,
+    /// Whether bounded repetitions are widened first.
+    pub widened: bool,
     /// Size of the DFA, in bytes.
     pub dfa: usize,
     /// Memory the determinizer may use, in bytes.

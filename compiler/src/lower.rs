@@ -314,14 +314,20 @@ fn parsed_hir(db: &dyn Db, pattern: &str) -> Result<Hir, AutomatonError> {
         .map_err(|error| AutomatonError::Other(error.clone()))
 }
 
-/// A pattern's exact DFA alone, under limits. Tracked: the lowering and the analysis make the
-/// same first attempt for a pattern, and share it.
+/// A pattern's DFA alone, exact or widened, under limits. Tracked: the lowering and the
+/// analysis make the same first attempt at a pattern, and a widened pattern's DFA alone is its
+/// group's, so they are shared.
 #[salsa::tracked(returns(ref), no_eq)]
 pub(crate) fn exact_dfa<'db>(
     db: &'db dyn Db,
     key: ExactKey<'db>,
 ) -> Result<Arc<dense::DFA<Vec<u32>>>, AutomatonError> {
-    let hir = parsed_hir(db, key.text(db))?;
+    let parsed = parsed_hir(db, key.text(db))?;
+    let hir = if *key.widened(db) {
+        widen(&parsed)
+    } else {
+        parsed
+    };
     let limits = Limits {
         dfa: *key.dfa(db),
         determinize: *key.determinize(db),
@@ -354,6 +360,7 @@ pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, Automaton
         let key = ExactKey::new(
             db,
             text.clone(),
+            false,
             attempt,
             attempt.saturating_mul(2).min(determinize),
             nfa,
@@ -372,17 +379,19 @@ pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, Automaton
             approximate: false,
         }),
         Err(_) => {
-            let widened = widen(&hir);
             let wide = *key.wide_budget(db);
-            let limits = Limits {
-                dfa: wide,
-                determinize: wide.saturating_mul(4).min(determinize),
+            let key = ExactKey::new(
+                db,
+                text.clone(),
+                true,
+                wide,
+                wide.saturating_mul(4).min(determinize),
                 nfa,
-            };
-            let dfa = build_dfa(std::slice::from_ref(&widened), limits)?;
+            );
+            let dfa = exact_dfa(db, key).clone()?;
             Ok(Alone {
-                dfa: Arc::new(dfa),
-                hir: widened,
+                dfa,
+                hir: widen(&hir),
                 approximate: true,
             })
         }
@@ -474,6 +483,24 @@ pub fn group_dfa<'db>(
     db: &'db dyn Db,
     key: GroupKey<'db>,
 ) -> Result<Arc<GroupDfa>, AutomatonError> {
+    // A widened pattern alone (every one has a DFA of its own) was built while it was
+    // prepared, under the same limits when the budgets keep their ratio: reuse it.
+    if let [(pattern, true)] = key.patterns(db).as_slice() {
+        let alone = ExactKey::new(
+            db,
+            pattern.clone(),
+            true,
+            *key.budget(db),
+            *key.determinize(db),
+            *key.nfa(db),
+        );
+        let dfa = exact_dfa(db, alone).clone()?;
+        let (bytes, padding) = dfa.to_bytes_little_endian();
+        return Ok(Arc::new(GroupDfa {
+            bytes: bytes.get(padding..).unwrap_or_default().to_vec(),
+            memory: dfa.memory_usage(),
+        }));
+    }
     let mut hirs = Vec::new();
     for (pattern, approximate) in key.patterns(db) {
         let hir = parsed_hir(db, pattern)?;
@@ -579,27 +606,34 @@ fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Requirement
 /// The FL0109 diagnostic of a pattern (at `span` in `rule`) whose automaton or regex does not
 /// fit its budget.
 fn too_large(rule: &RuleDef, span: Span, error: &AutomatonError) -> Diagnostic {
-    let label = match error {
-        AutomatonError::Nfa { .. } => {
-            "its repetitions expand into more automaton states than the NFA budget allows"
-        }
-        AutomatonError::Dfa { .. } => {
-            "its deterministic automaton is too large, even with bounded gaps widened"
-        }
-        AutomatonError::Determinize { .. } => {
-            "determinizing it needs too much memory, even with bounded gaps widened"
-        }
-        AutomatonError::Regex { .. } => {
-            "the exact regex that confirms its matches when the bundle runs is too large"
-        }
-        AutomatonError::Other(_) => "this pattern cannot be compiled",
+    let (label, help) = match error {
+        AutomatonError::Nfa { .. } => (
+            "its repetitions expand into more automaton states than the NFA budget allows",
+            "simplify the pattern: a bounded repetition is expanded into copies, so nested or long ones multiply (`a{1000}{1000}` is a million states); the budgets are listed in docs/bundle.md",
+        ),
+        AutomatonError::Dfa { .. } => (
+            "its deterministic automaton is too large, even with bounded gaps widened",
+            "simplify the pattern (long bounded repetitions after a wide class and large Unicode classes are the usual cause), or raise the budget with `--dfa-budget` (see docs/bundle.md)",
+        ),
+        AutomatonError::Determinize { .. } => (
+            "determinizing it needs too much memory, even with bounded gaps widened",
+            "simplify the pattern (long literals or bounded repetitions in an unanchored search are the usual cause), or raise the budget with `--dfa-budget`, which sets the determinization budget to four times itself (see docs/bundle.md)",
+        ),
+        AutomatonError::Regex { .. } => (
+            "the exact regex that confirms its matches when the bundle runs is too large",
+            "shorten the bounded repetition (for example `{0,512}`, not `{0,100000}`): the runtime confirms every match of a widened pattern with its exact regex, which must fit the runtime's regex limit (see docs/bundle.md)",
+        ),
+        AutomatonError::Other(_) => (
+            "this pattern cannot be compiled",
+            "simplify the pattern (see docs/bundle.md)",
+        ),
     };
     Diagnostic::new(
         Code::AutomatonTooLarge,
         format!("a pattern of `{}` exceeds its budget: {error}", rule.id),
     )
     .primary(&rule.origin.file, span, label)
-    .help("simplify the pattern (nested or long bounded repetitions and large Unicode classes are the usual cause), or raise the budget (`--dfa-budget`; every budget is listed in docs/bundle.md)")
+    .help(help)
 }
 
 /// Every use of one pattern: the rule (catalogue index) and where the pattern is written.
