@@ -2,8 +2,9 @@
 //! over its budget) are left out, and the collision analysis still runs on every rule that is
 //! well-formed. A rule whose order depends on a rule with errors is not judged in pairs until
 //! that rule is fixed, so no finding depends on an order the author has not finished writing.
-//! (The snapshots of `fixtures/diagnostics/FL0102-tie-beside-*.rules` show a tie reported beside
-//! a syntax error and beside a check error.)
+//! (The snapshots of `fixtures/diagnostics/FL0102-tie-beside-a-check-error.rules` and
+//! `FL0001-syntax-error-beside-a-tie.rules` show a tie reported beside a check error and beside
+//! a syntax error.)
 
 #![allow(
     clippy::unwrap_used,

@@ -133,12 +133,12 @@ pub fn bytes(count: usize) -> String {
     let digits = count.to_string();
     let mut grouped = String::new();
     for (position, digit) in digits.chars().enumerate() {
-        if position > 0 && (digits.len() - position) % 3 == 0 {
+        if position > 0 && (digits.len() - position).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(digit);
     }
-    if count >= 1 << 20 && count % (1 << 20) == 0 {
+    if count >= 1 << 20 && count.is_multiple_of(1 << 20) {
         format!("{grouped}-byte ({} MiB)", count >> 20)
     } else {
         format!("{grouped}-byte")

@@ -399,7 +399,7 @@ impl Engine {
         model: &CatalogueModel,
         catalogue_version: &str,
         evidence: &Evidence,
-        mut trace: Option<&mut Trace>,
+        trace: Option<&mut Trace>,
     ) -> (Classification, Option<usize>) {
         let raw = evidence.raw_text();
         let texts = Texts {
@@ -408,7 +408,7 @@ impl Engine {
         };
         let matched = self.scan_cells();
         let mut winner = None;
-        if let Some(trace) = trace.as_deref_mut() {
+        if let Some(trace) = trace {
             // A trace evaluates every rule, so it can say what else fired or was vetoed.
             let admitted = self.admitted(&raw, model.rules.len());
             for (index, rule) in model.rules.iter().enumerate() {
