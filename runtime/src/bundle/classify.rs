@@ -422,11 +422,10 @@ impl Engine {
         } else {
             // A gated rule the prefilter does not admit cannot fire: only the rules it admits
             // and those it cannot skip are evaluated, in priority order.
-            let mut candidates = self.admitted_rules(&raw);
-            candidates.extend(&self.unskippable);
-            candidates.sort_unstable();
-            candidates.dedup();
-            for index in candidates {
+            let mut admitted = self.admitted_rules(&raw);
+            admitted.sort_unstable();
+            admitted.dedup();
+            for index in merged(&admitted, &self.unskippable) {
                 let Some(rule) = model.rules.get(index) else {
                     continue;
                 };
@@ -632,6 +631,21 @@ impl Engine {
         let _ = dfa.try_which_overlapping_matches(&Input::new(text), &mut set);
         set
     }
+}
+
+/// The union of two ascending lists of rule positions, ascending.
+fn merged<'a>(a: &'a [usize], b: &'a [usize]) -> impl Iterator<Item = usize> + 'a {
+    let (mut a, mut b) = (a.iter().copied().peekable(), b.iter().copied().peekable());
+    std::iter::from_fn(move || match (a.peek().copied(), b.peek().copied()) {
+        (Some(x), Some(y)) if x == y => {
+            a.next();
+            b.next()
+        }
+        (Some(x), Some(y)) if x < y => a.next(),
+        (Some(_), Some(_)) => b.next(),
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    })
 }
 
 struct Texts<'a> {
