@@ -131,10 +131,14 @@ impl Compiler {
     /// out and the rest go on, so that one run reports every mistake.
     fn stage(&self, db: &dyn Db, loaded: &LoadedCatalogue, loading: &[Diagnostic]) -> Stage {
         let nest_limit = self.budget.nest_limit;
-        let checked = crate::check::check_with(loaded, &|pattern: &str| {
-            let source = crate::db::PatternSource::new(db, pattern.to_owned(), nest_limit);
-            crate::db::lowered_pattern(db, source).clone()
-        });
+        let checked = crate::check::check_within(
+            loaded,
+            &|pattern: &str| {
+                let source = crate::db::PatternSource::new(db, pattern.to_owned(), nest_limit);
+                crate::db::lowered_pattern(db, source).clone()
+            },
+            self.budget.pattern_bytes,
+        );
         let mut diagnostics = checked.diagnostics;
         let catalogue = checked.catalogue;
         let front_end_errors = loading.iter().chain(&diagnostics).any(Diagnostic::is_error);

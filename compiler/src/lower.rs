@@ -58,6 +58,9 @@ pub struct Budget {
     /// Deepest nesting of groups, repetitions and classes in a pattern (at most
     /// [`crate::pattern::MAX_NEST_LIMIT`]); deeper patterns are FL0027.
     pub nest_limit: u32,
+    /// Longest pattern or literal, in bytes: parsing a pattern takes memory in proportion to
+    /// its length before any automaton budget applies.
+    pub pattern_bytes: usize,
 }
 
 impl Default for Budget {
@@ -69,6 +72,7 @@ impl Default for Budget {
             nfa_bytes: 16 << 20,
             regex_bytes: faultline_runtime::bundle::REGEX_SIZE_LIMIT,
             nest_limit: crate::pattern::NEST_LIMIT,
+            pattern_bytes: 256 << 10,
         }
     }
 }
@@ -128,8 +132,8 @@ impl AutomatonError {
     }
 }
 
-/// A byte count as people read it: `33,554,432 bytes (32 MiB)`.
-pub fn bytes(count: usize) -> String {
+/// A count with thousands separators: `33,554,432`.
+pub fn grouped(count: usize) -> String {
     let digits = count.to_string();
     let mut grouped = String::new();
     for (position, digit) in digits.chars().enumerate() {
@@ -138,8 +142,16 @@ pub fn bytes(count: usize) -> String {
         }
         grouped.push(digit);
     }
+    grouped
+}
+
+/// A byte budget as people read it: `33,554,432-byte (32 MiB)`.
+pub fn bytes(count: usize) -> String {
+    let grouped = grouped(count);
     if count >= 1 << 20 && count.is_multiple_of(1 << 20) {
         format!("{grouped}-byte ({} MiB)", count >> 20)
+    } else if count >= 1 << 10 && count.is_multiple_of(1 << 10) {
+        format!("{grouped}-byte ({} KiB)", count >> 10)
     } else {
         format!("{grouped}-byte")
     }

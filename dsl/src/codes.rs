@@ -324,11 +324,11 @@ diagnostic_codes! {
     ///
     /// Fix: order the two rules explicitly, or raise the budget with `--analysis-budget`.
     AnalysisBudget = "0108", "analysis-budget", Error, "analysis budget exceeded";
-    /// A pattern does not fit one of the budgets that bound compiling it: its NFA (bounded
-    /// repetitions are expanded into copies, so `a{1000}{1000}` is a million states), the
-    /// determinizer's working memory or its DFA's size (even after bounded gaps were widened
-    /// for the automaton and confirmed exactly at runtime), or the exact regex the runtime
-    /// confirms such matches with. The label is on the pattern and the message quotes the
+    /// A pattern does not fit one of the budgets that bound compiling it: its length (a
+    /// literal's too), its NFA (bounded repetitions are expanded into copies, so
+    /// `a{1000}{1000}` is a million states), the determinizer's working memory or its DFA's
+    /// size (even after bounded gaps were widened for the automaton and confirmed exactly at
+    /// runtime), or the exact regex the runtime confirms such matches with. The label is on the pattern and the message quotes the
     /// budget in force; the rule is left out of the bundle and the other rules are still
     /// analysed. The budgets and their defaults are listed in docs/bundle.md.
     ///
