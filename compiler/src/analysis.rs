@@ -1009,14 +1009,13 @@ impl Analyzer<'_> {
     }
 
     fn outcome(
-        &self,
         rule: &RuleDef,
     ) -> (
-        String,
+        &str,
         faultline_runtime::Confidence,
         faultline_runtime::Scope,
     ) {
-        (rule.code.clone(), rule.confidence, rule.scope)
+        (&rule.code, rule.confidence, rule.scope)
     }
 
     /// The verdict on two rules, with `live` telling which rules fire on some evidence.
@@ -1045,7 +1044,7 @@ impl Analyzer<'_> {
                 return PairVerdict::Dead(rule.id.clone());
             }
         }
-        if self.outcome(rule_a) == self.outcome(rule_b) {
+        if Self::outcome(rule_a) == Self::outcome(rule_b) {
             return PairVerdict::SameOutcome;
         }
         if let Some(field) = Self::exclusive_field(&rule_a.guards, &rule_b.guards) {
