@@ -183,6 +183,7 @@ impl Plan {
                     lowered,
                     group,
                     view,
+                    ..
                 }) => Some((Regex::new(lowered).unwrap(), *group, view_index(*view))),
                 _ => None,
             };

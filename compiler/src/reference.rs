@@ -17,13 +17,18 @@ pub struct Reference {
     rules: Vec<(RuleDef, Vec<Option<Regex>>, Option<Regex>)>,
 }
 
+/// Compiles a regex under the runtime's limits: the reference is as bounded as the bundle.
+fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    crate::pattern::regex(pattern, faultline_runtime::bundle::REGEX_SIZE_LIMIT)
+}
+
 fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
     match &matcher.kind {
-        MatcherKind::Regex { lowered, .. } => Regex::new(lowered).map(Some),
+        MatcherKind::Regex { lowered, .. } => compile(lowered).map(Some),
         MatcherKind::Contains {
             literal,
             ignore_case,
-        } => Regex::new(&format!(
+        } => compile(&format!(
             "{}{}",
             if *ignore_case { "(?i)" } else { "" },
             regex::escape(literal)
@@ -33,7 +38,7 @@ fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
             literal,
             ignore_case,
             ..
-        } => Regex::new(&format!(
+        } => compile(&format!(
             r"{}\A{}",
             if *ignore_case { "(?i)" } else { "" },
             regex::escape(literal)
@@ -42,7 +47,7 @@ fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
         MatcherKind::Whole {
             literal,
             ignore_case,
-        } => Regex::new(&format!(
+        } => compile(&format!(
             r"{}\A{}\z",
             if *ignore_case { "(?i)" } else { "" },
             regex::escape(literal)
@@ -100,7 +105,7 @@ impl Reference {
                 .map(matcher_regex)
                 .collect::<Result<Vec<_>, _>>()?;
             let capture = match &rule.remediation {
-                Some(RemediationSpec::Capture { lowered, .. }) => Some(Regex::new(lowered)?),
+                Some(RemediationSpec::Capture { lowered, .. }) => Some(compile(lowered)?),
                 _ => None,
             };
             rules.push((rule.clone(), regexes, capture));

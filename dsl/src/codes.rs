@@ -339,11 +339,17 @@ diagnostic_codes! {
     ///
     /// Fix: order the two rules explicitly, or raise the budget with `--analysis-budget`.
     AnalysisBudget = "0108", "analysis-budget", Error, "analysis budget exceeded";
-    /// A pattern's deterministic automaton exceeds the size budget even alone, after bounded
-    /// gaps were widened for the automaton (and confirmed exactly at runtime).
+    /// A pattern does not fit one of the budgets that bound compiling it: its length (a
+    /// literal's too), its NFA (bounded repetitions are expanded into copies, so
+    /// `a{1000}{1000}` is a million states), the determinizer's working memory or its DFA's
+    /// size (even after bounded gaps were widened for the automaton and confirmed exactly at
+    /// runtime), or the exact regex the runtime confirms such matches with. The label is on the pattern and the message quotes the
+    /// budget in force; the rule is left out of the bundle and the other rules are still
+    /// analysed. The budgets and their defaults are listed in docs/bundle.md.
     ///
-    /// Fix: simplify the pattern (large Unicode classes and nested bounded repetitions are the
-    /// usual cause), or raise the budget.
+    /// Fix: simplify the pattern (nested or long bounded repetitions and large Unicode classes
+    /// are the usual cause), or raise the budget (`--dfa-budget` for the DFA and
+    /// determinization).
     AutomatonTooLarge = "0109", "automaton-too-large", Error, "automaton exceeds its size budget";
     /// No rule fires on every piece of evidence, so some evidence would classify as nothing.
     /// Classification must always return a result.

@@ -101,6 +101,10 @@ pub(super) struct Engine {
     /// Rules above low confidence that fire on their structured guards alone (no text
     /// matcher) or that the prefilter never skips: the gate checks their guards first.
     ungated: Vec<usize>,
+    /// Every rule the prefilter cannot skip (no text matcher, or not gated), in order: with the
+    /// rules the prefilter admits, the only rules a classification evaluates, so that its cost
+    /// follows what the text mentions, not the size of the catalogue.
+    unskippable: Vec<usize>,
     /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
     rule_regexes: Vec<RuleRegexes>,
 }
@@ -113,7 +117,10 @@ struct RuleRegexes {
 }
 
 fn compile(pattern: &str) -> Result<Regex, BundleError> {
-    Regex::new(pattern)
+    regex::RegexBuilder::new(pattern)
+        .size_limit(super::REGEX_SIZE_LIMIT)
+        .dfa_size_limit(super::REGEX_DFA_SIZE_LIMIT)
+        .build()
         .map_err(|error| BundleError::malformed(format!("pattern `{pattern}`: {error}")))
 }
 
@@ -144,12 +151,24 @@ impl Engine {
                 .iter()
                 .map(|dfa| dfa.section as usize - 1)
                 .collect();
-            let needs_captures = |index: usize| {
-                model.rules.iter().flat_map(|rule| rule.matchers.iter().chain(&rule.vetoes)).any(|matcher| {
-                    matcher.view == view.view
-                        && matches!(matcher.kind, MatcherKindEntry::Pattern { pattern, group_equals: Some(_) } if pattern as usize == index)
-                })
-            };
+            // The patterns some matcher compares a capture group of (found in one pass).
+            let mut captured = vec![false; view.patterns.len()];
+            for matcher in model
+                .rules
+                .iter()
+                .flat_map(|rule| rule.matchers.iter().chain(&rule.vetoes))
+                .filter(|matcher| matcher.view == view.view)
+            {
+                if let MatcherKindEntry::Pattern {
+                    pattern,
+                    group_equals: Some(_),
+                } = matcher.kind
+                    && let Some(slot) = captured.get_mut(pattern as usize)
+                {
+                    *slot = true;
+                }
+            }
+            let needs_captures = |index: usize| captured.get(index).copied().unwrap_or(false);
             let mut patterns = Vec::new();
             let mut located = Vec::new();
             for (index, pattern) in view.patterns.iter().enumerate() {
@@ -238,6 +257,13 @@ impl Engine {
             })
             .map(|(index, _)| index)
             .collect();
+        let unskippable = model
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| rule.matchers.is_empty() || !rule.gated)
+            .map(|(index, _)| index)
+            .collect();
         let mut rule_regexes = Vec::new();
         for rule in &model.rules {
             let mut regexes = RuleRegexes::default();
@@ -257,6 +283,7 @@ impl Engine {
             fold_rules,
             gate,
             ungated,
+            unskippable,
             rule_regexes,
         })
     }
@@ -278,20 +305,28 @@ impl Engine {
     /// Which gated rules the prefilter admits.
     fn admitted(&self, raw: &str, rule_count: usize) -> Vec<bool> {
         let mut admitted = vec![false; rule_count];
+        for rule in self.admitted_rules(raw) {
+            if let Some(slot) = admitted.get_mut(rule) {
+                *slot = true;
+            }
+        }
+        admitted
+    }
+
+    /// The gated rules the prefilter admits, unsorted and possibly repeated: those of every
+    /// literal found in the raw text, and those of literals that non-ASCII case folds may hide.
+    fn admitted_rules(&self, raw: &str) -> Vec<usize> {
+        let mut admitted = Vec::new();
         let Some(prefilter) = &self.prefilter else {
             return admitted;
         };
         for found in prefilter.find_overlapping_iter(raw) {
-            for rule in self
-                .literal_rules
-                .get(found.pattern().as_usize())
-                .into_iter()
-                .flatten()
-            {
-                if let Some(slot) = admitted.get_mut(*rule) {
-                    *slot = true;
-                }
-            }
+            admitted.extend(
+                self.literal_rules
+                    .get(found.pattern().as_usize())
+                    .into_iter()
+                    .flatten(),
+            );
         }
         if !self.fold_rules.is_empty()
             && !raw.is_ascii()
@@ -299,11 +334,7 @@ impl Engine {
                 .iter()
                 .any(|needle| contains_bytes(raw.as_bytes(), needle))
         {
-            for rule in &self.fold_rules {
-                if let Some(slot) = admitted.get_mut(*rule) {
-                    *slot = true;
-                }
-            }
+            admitted.extend(&self.fold_rules);
         }
         admitted
     }
@@ -338,18 +369,15 @@ impl Engine {
             return false;
         }
         // Some literal occurs: whether it belongs to a rule whose guards hold.
-        let admitted = self.admitted(raw, model.rules.len());
-        admitted
+        self.admitted_rules(raw)
             .iter()
-            .enumerate()
-            .filter(|(index, admitted)| {
-                **admitted
-                    && model
-                        .rules
-                        .get(*index)
-                        .is_some_and(|rule| rule.confidence != Confidence::Low)
+            .filter(|index| {
+                model
+                    .rules
+                    .get(**index)
+                    .is_some_and(|rule| rule.confidence != Confidence::Low)
             })
-            .any(|(index, _)| guards_hold(&index))
+            .any(guards_hold)
     }
 
     /// Evaluates one rule alone: whether it fires on `evidence`, whatever outranks it.
@@ -362,13 +390,9 @@ impl Engine {
         let rule = model.rules.get(position)?;
         let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
-        let admitted = if rule.gated {
-            self.admitted(texts.raw(), model.rules.len())
-        } else {
-            Vec::new()
-        };
+        let admitted = rule.gated && self.admitted_rules(texts.raw()).contains(&position);
         Some(
-            self.evaluate(position, rule, evidence, &texts, &matched, &admitted)
+            self.evaluate(position, rule, evidence, &texts, &matched, admitted)
                 .step(),
         )
     }
@@ -378,26 +402,35 @@ impl Engine {
         model: &CatalogueModel,
         catalogue_version: &str,
         evidence: &Evidence,
-        mut trace: Option<&mut Trace>,
+        trace: Option<&mut Trace>,
     ) -> (Classification, Option<usize>) {
         let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
-        let needs_prefilter = model.rules.iter().any(|rule| rule.gated);
-        let admitted = if needs_prefilter {
-            self.admitted(texts.raw(), model.rules.len())
-        } else {
-            Vec::new()
-        };
         let mut winner = None;
-        for (index, rule) in model.rules.iter().enumerate() {
-            let outcome = self.evaluate(index, rule, evidence, &texts, &matched, &admitted);
-            if let Some(trace) = trace.as_deref_mut() {
+        if let Some(trace) = trace {
+            // A trace evaluates every rule, so it can say what else fired or was vetoed.
+            let admitted = self.admitted(texts.raw(), model.rules.len());
+            for (index, rule) in model.rules.iter().enumerate() {
+                let admitted = admitted.get(index).copied().unwrap_or(false);
+                let outcome = self.evaluate(index, rule, evidence, &texts, &matched, admitted);
                 trace.steps.push(outcome.step());
+                if let (Outcome::Fired(remediation), None) = (outcome, &winner) {
+                    winner = Some((index, rule, remediation));
+                }
             }
-            if let (Outcome::Fired(remediation), None) = (outcome, &winner) {
-                winner = Some((index, rule, remediation));
-                // A trace evaluates every rule, so it can say what else fired or was vetoed.
-                if trace.is_none() {
+        } else {
+            // A gated rule the prefilter does not admit cannot fire: only the rules it admits
+            // and those it cannot skip are evaluated, in priority order.
+            let mut admitted = self.admitted_rules(texts.raw());
+            admitted.sort_unstable();
+            admitted.dedup();
+            for index in merged(&admitted, &self.unskippable) {
+                let Some(rule) = model.rules.get(index) else {
+                    continue;
+                };
+                let outcome = self.evaluate(index, rule, evidence, &texts, &matched, true);
+                if let Outcome::Fired(remediation) = outcome {
+                    winner = Some((index, rule, remediation));
                     break;
                 }
             }
@@ -491,6 +524,8 @@ impl Engine {
         })
     }
 
+    /// Evaluates one rule; `admitted` says whether the prefilter admits it (only read for a
+    /// gated rule).
     fn evaluate(
         &self,
         index: usize,
@@ -498,13 +533,12 @@ impl Engine {
         evidence: &Evidence,
         texts: &TextViews<'_>,
         matched: &[Vec<OnceCell<PatternSet>>],
-        admitted: &[bool],
+        admitted: bool,
     ) -> Outcome {
         if let Some(field) = failed_guard(&rule.guards, evidence) {
             return Outcome::Guard(field);
         }
-        if !rule.matchers.is_empty() && rule.gated && !admitted.get(index).copied().unwrap_or(false)
-        {
+        if !rule.matchers.is_empty() && rule.gated && !admitted {
             return Outcome::Prefiltered;
         }
         let regexes = self.rule_regexes.get(index);
@@ -650,6 +684,21 @@ impl Engine {
         let _ = dfa.try_which_overlapping_matches(&Input::new(text), &mut set);
         set
     }
+}
+
+/// The union of two ascending lists of rule positions, ascending.
+fn merged<'a>(a: &'a [usize], b: &'a [usize]) -> impl Iterator<Item = usize> + 'a {
+    let (mut a, mut b) = (a.iter().copied().peekable(), b.iter().copied().peekable());
+    std::iter::from_fn(move || match (a.peek().copied(), b.peek().copied()) {
+        (Some(x), Some(y)) if x == y => {
+            a.next();
+            b.next()
+        }
+        (Some(x), Some(y)) if x < y => a.next(),
+        (Some(_), Some(_)) => b.next(),
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    })
 }
 
 enum Outcome {

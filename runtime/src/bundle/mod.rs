@@ -19,6 +19,15 @@ pub use wire::Header;
 
 use crate::sanitize::REDACTION_VERSION;
 
+/// Size limit, in bytes, of the compiled program of every regex a bundle's patterns are
+/// compiled to when it loads (exact confirmation of widened patterns, captures, case-folded
+/// literals). The compiler checks every pattern against it (FL0109), so a bundle it accepts
+/// always loads.
+pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
+
+/// Size limit, in bytes, of the lazy DFA cache of each such regex.
+pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
+
 /// Why a bundle could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
