@@ -5,6 +5,10 @@
 //!
 //! Three input sets, one criterion group each: ordinary agent prose (the common, rejecting
 //! path), real error messages, and 4 KiB stderr blobs (some with a real error near the end).
+//! Then faultline alone on long texts (rules match the last MiB of the text): a log of 256 KiB,
+//! 1 MiB and 4 MiB ending with a real error, and one 1 MiB line of JSON dense with URLs,
+//! paths and secrets, each classified and redacted alone, to show both stay linear up to the
+//! bound and flat beyond it.
 //! Every engine computes the same thing, the winning rule (priority order, guards, vetoes,
 //! remediation captures); before anything is timed, every engine's winner is checked against
 //! the reference on every input.
@@ -33,7 +37,7 @@ use faultline_compiler::Compilation;
 use faultline_compiler::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, TextMatcher};
 use faultline_compiler::priority::Priority;
 use faultline_compiler::reference::{Reference, field as text_field, guards_hold};
-use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, sanitize};
+use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, TextViews, sanitize};
 use regex::{Regex, RegexSet};
 use serde_json::Value;
 
@@ -170,6 +174,7 @@ impl Plan {
                     lowered,
                     group,
                     view,
+                    ..
                 }) => Some((Regex::new(lowered).unwrap(), *group, view_index(*view))),
                 _ => None,
             };
@@ -188,13 +193,12 @@ impl Plan {
     /// match. Each view is sanitized and scanned at most once, and only when a rule whose
     /// guards hold needs it.
     fn decide(&self, evidence: &Evidence, scan: &dyn Fn(usize, &str) -> Vec<bool>) -> Winner {
-        let raw = evidence.raw_text();
-        let sanitized = OnceCell::new();
+        let views = TextViews::new(evidence);
         let text = |view: usize| -> &str {
             if view == 0 {
-                &raw
+                views.raw()
             } else {
-                sanitized.get_or_init(|| sanitize::diagnostic(&raw))
+                views.sanitized()
             }
         };
         let hits: [OnceCell<Vec<bool>>; 2] = [OnceCell::new(), OnceCell::new()];
@@ -248,6 +252,7 @@ impl Plan {
                     if let Some(value) = regex
                         .captures(text(*view))
                         .and_then(|c| c.get(*group as usize))
+                        .filter(|value| !sanitize::holds_credential(value.as_str()))
                     {
                         return Some((rule.id.clone(), Some(value.as_str().to_owned())));
                     }
@@ -289,9 +294,9 @@ impl RegexSetEngine {
     /// The rejecting path as a `RegexSet` user would write it: redact, then ask whether any
     /// pattern matches at all (guards ignored, so it only over-approximates).
     fn any_match(&self, evidence: &Evidence) -> bool {
-        let raw = evidence.raw_text();
-        self.sets[view_index(TextView::Raw)].is_match(&raw)
-            || self.sets[view_index(TextView::Sanitized)].is_match(&sanitize::diagnostic(&raw))
+        let views = TextViews::new(evidence);
+        self.sets[view_index(TextView::Raw)].is_match(views.raw())
+            || self.sets[view_index(TextView::Sanitized)].is_match(views.sanitized())
     }
 }
 
@@ -315,17 +320,16 @@ impl SequentialGate {
     }
 
     fn any_match(&self, evidence: &Evidence) -> bool {
-        let raw = evidence.raw_text();
+        let views = TextViews::new(evidence);
         if self.regexes[view_index(TextView::Raw)]
             .iter()
-            .any(|regex| regex.is_match(&raw))
+            .any(|regex| regex.is_match(views.raw()))
         {
             return true;
         }
-        let sanitized = sanitize::diagnostic(&raw);
         self.regexes[view_index(TextView::Sanitized)]
             .iter()
-            .any(|regex| regex.is_match(&sanitized))
+            .any(|regex| regex.is_match(views.sanitized()))
     }
 }
 
@@ -513,9 +517,8 @@ mod vectorscan {
 
         /// The rejecting path with Vectorscan: redact, then scan until the first match.
         pub fn any_match(&self, evidence: &Evidence) -> bool {
-            let raw = evidence.raw_text();
-            let sanitized = super::sanitize::diagnostic(&raw);
-            [raw.as_str(), sanitized.as_str()]
+            let views = super::TextViews::new(evidence);
+            [views.raw(), views.sanitized()]
                 .iter()
                 .zip(&self.views)
                 .any(|(text, db)| {
@@ -806,6 +809,79 @@ fn stderr_blobs(errors: &[Evidence]) -> Vec<Evidence> {
     blobs
 }
 
+/// The long-text inputs: (group name, evidence).
+fn long_texts(errors: &[Evidence]) -> Vec<(&'static str, Evidence)> {
+    let error = errors
+        .iter()
+        .find(|e| {
+            e.stderr
+                .as_deref()
+                .is_some_and(|s| s.starts_with("API Error: 529"))
+        })
+        .unwrap_or(&errors[0]);
+    let mut rng = Lcg(0x0010_c0de);
+    let log = |bytes: usize, rng: &mut Lcg| {
+        let mut text = String::with_capacity(bytes + 4096);
+        while text.len() < bytes {
+            text.push_str(rng.pick(LOG_LINES));
+            text.push('\n');
+        }
+        text
+    };
+    let ending = error.stderr.clone().unwrap_or_default();
+    let mut inputs = Vec::new();
+    for (name, bytes) in [
+        ("long_text_256k_log", 256 << 10),
+        ("long_text_1m_log", 1 << 20),
+        ("long_text_4m_log", 4 << 20),
+    ] {
+        inputs.push((
+            name,
+            Evidence {
+                stderr: Some(log(bytes, &mut rng) + &ending),
+                ..error.clone()
+            },
+        ));
+    }
+    let mut line = String::with_capacity((1 << 20) + 256);
+    let mut index = 0;
+    while line.len() < 1 << 20 {
+        line.push_str(&format!(
+            r#"{{"url":"https://api.example.com/v1/items/{index}?token=Zq9xW2vB{index}","path":"/home/dev/p/{index}.rs","password":"hunter{index} x","id":"ses_{index}","mail":"u{index}@example.com","blob":"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo{index}"}},"#
+        ));
+        index += 1;
+    }
+    inputs.push((
+        "long_text_1m_json_line",
+        Evidence {
+            stderr: Some(line + &ending),
+            ..error.clone()
+        },
+    ));
+    inputs
+}
+
+/// faultline alone on each long text: classification, and the redaction of the text rules read.
+fn bench_long_texts(c: &mut Criterion, engines: &Engines, inputs: &[(&'static str, Evidence)]) {
+    for (name, input) in inputs {
+        let runs: Vec<Run<'_>> = vec![
+            (
+                "faultline",
+                Box::new(|input| {
+                    black_box(engines.bundle.classify(input));
+                }),
+            ),
+            (
+                "sanitize_only",
+                Box::new(|input| {
+                    black_box(TextViews::new(input).into_sanitized());
+                }),
+            ),
+        ];
+        bench_group(c, name, std::slice::from_ref(input), runs);
+    }
+}
+
 fn text_bytes(inputs: &[Evidence]) -> u64 {
     inputs.iter().map(|e| e.raw_text().len() as u64).sum()
 }
@@ -948,7 +1024,7 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
     runs.push((
         "sanitize_only",
         Box::new(|input| {
-            black_box(sanitize::diagnostic(&input.raw_text()));
+            black_box(TextViews::new(input).into_sanitized());
         }),
     ));
     bench_group(c, group_name, inputs, runs);
@@ -1048,6 +1124,12 @@ fn main() {
     for (name, inputs) in sets {
         bench_set(&mut criterion, &engines, name, inputs);
     }
+    let long = long_texts(&errors);
+    for (name, input) in &long {
+        let classification = engines.bundle.classify(input);
+        eprintln!("{name}: classifies as `{}`", classification.rule);
+    }
+    bench_long_texts(&mut criterion, &engines, &long);
     criterion.final_summary();
 
     // The closing table: per set and engine, the median per classification and the throughput.
@@ -1055,7 +1137,11 @@ fn main() {
         "\n| input set | engine | ns/classification | MB/s | × faultline time |\n|---|---|---:|---:|---:|\n",
     );
     let rejecting: [(&str, &[Evidence]); 1] = [("reject_prose", &prose)];
-    for (name, inputs) in rejecting.into_iter().chain(sets) {
+    let long_sets: Vec<(&str, &[Evidence])> = long
+        .iter()
+        .map(|(name, input)| (*name, std::slice::from_ref(input)))
+        .collect();
+    for (name, inputs) in rejecting.into_iter().chain(sets).chain(long_sets) {
         let bytes = text_bytes(inputs) as f64;
         let ours = median(name, "faultline", started);
         for engine in ENGINES {

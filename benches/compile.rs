@@ -1,6 +1,16 @@
 //! Compile-side benchmarks: checking the repository catalogue, a full check and an incremental
-//! re-check (one rule edited) of a generated 1,000-rule catalogue, and building and loading the
-//! repository catalogue's bundle. Run with `cargo bench --bench compile`.
+//! re-check (one rule edited) of a generated 1,000-rule catalogue, building and loading the
+//! repository catalogue's bundle, and how a full check scales with the number of rules
+//! (`check/scaling`: 1,000 to 10,000 generated rules). Run with `cargo bench --bench compile`
+//! (one group: `cargo bench --bench compile -- check/scaling`).
+//!
+//! Peak memory is not a criterion measure; for one size, write the same catalogue to disk and
+//! check it under `/usr/bin/time -v` (the README's "Scaling" section has the figures):
+//!
+//! ```sh
+//! cargo run --release -p faultline-compiler --example synthetic -- 10000 /tmp/synthetic-10k
+//! /usr/bin/time -v target/release/faultline check /tmp/synthetic-10k
+//! ```
 
 #![allow(
     clippy::unwrap_used,
@@ -12,7 +22,7 @@
 use std::hint::black_box;
 use std::path::Path;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use faultline_compiler::synthetic::synthetic_files;
 use faultline_compiler::{Compiler, Session};
 use faultline_dsl::MemorySources;
@@ -80,5 +90,34 @@ fn synthetic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, repository_catalogue, synthetic);
+/// A full check (load, check, order, lower, verify, analyse) of generated catalogues of growing
+/// size: near-linear growth is the claim (README, "Scaling").
+fn scaling(c: &mut Criterion) {
+    let mut group = c.benchmark_group("check/scaling");
+    group.sample_size(10);
+    group.warm_up_time(std::time::Duration::from_secs(1));
+    group.measurement_time(std::time::Duration::from_secs(5));
+    let root = Path::new("synthetic/catalogue.rules");
+    for rules in [1000, 2000, 5000, 10_000] {
+        let mut sources = MemorySources::new();
+        for (path, text) in synthetic_files(rules, None) {
+            sources.insert(format!("synthetic/{path}"), text);
+        }
+        group.bench_with_input(
+            BenchmarkId::from_parameter(rules),
+            &sources,
+            |b, sources| {
+                b.iter(|| {
+                    let (loaded, _) = faultline_dsl::load(root, sources).unwrap();
+                    let compilation = Compiler::new().compile(&loaded);
+                    assert!(!compilation.has_errors());
+                    black_box(compilation)
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, repository_catalogue, synthetic, scaling);
 criterion_main!(benches);

@@ -16,11 +16,11 @@
 //! budget is reported as such (FL0108), never dropped silently. A rule counts as covering
 //! another (shadowing) only when its own firing condition is represented exactly.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use faultline_dsl::{Code, Diagnostic};
-use faultline_runtime::bundle::Step;
+use faultline_runtime::bundle::{REGEX_SIZE_LIMIT, Step};
 use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView};
 use regex_automata::Anchored;
 use regex_automata::dfa::{Automaton as _, dense};
@@ -32,7 +32,7 @@ use crate::db::{Db, PatternKey, QueryKey};
 use crate::ir::{
     Catalogue, ExampleEvidence, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher,
 };
-use crate::lower::{build_dfa, widen};
+use crate::lower::AutomatonError;
 use crate::priority::Priority;
 
 /// Limits of the analysis. Part of the compiler's configuration.
@@ -59,32 +59,75 @@ impl Default for AnalysisBudget {
 /// A component automaton.
 #[derive(Debug)]
 struct Automaton {
-    dfa: dense::DFA<Vec<u32>>,
+    dfa: Arc<dense::DFA<Vec<u32>>>,
     start: StateID,
 }
 
-impl Automaton {
-    fn build(pattern: &str, budget: usize) -> Result<(Arc<Automaton>, bool), String> {
-        let hir = regex_syntax::ParserBuilder::new()
-            .build()
-            .parse(pattern)
-            .map_err(|e| e.to_string())?;
-        let attempt = crate::lower::exact_attempt_budget(&hir, budget);
-        let (dfa, approximate) = match build_dfa(std::slice::from_ref(&hir), attempt, attempt * 2) {
-            Ok(dfa) => (dfa, false),
-            Err(_) => (build_dfa(&[widen(&hir)], budget, budget * 4)?, true),
-        };
-        let start = dfa
-            .start_state(&start::Config::new().anchored(Anchored::No))
-            .map_err(|e| e.to_string())?;
-        Ok((Arc::new(Automaton { dfa, start }), approximate))
+/// The budgets a component automaton is built under: the analysis's own size budget, and the
+/// lowering's (whose exact attempt at the same pattern is shared), determinization and NFA
+/// budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ComponentBudget {
+    first: usize,
+    budget: usize,
+    determinize: usize,
+    nfa: usize,
+}
+
+impl ComponentBudget {
+    fn new(analysis: &AnalysisBudget, lowering: &crate::lower::Budget) -> Self {
+        ComponentBudget {
+            first: lowering.pattern_dfa_bytes,
+            budget: analysis.component_dfa_bytes,
+            determinize: lowering.determinize_bytes,
+            nfa: lowering.nfa_bytes,
+        }
+    }
+
+    fn key<'db>(&self, db: &'db dyn Db, pattern: &str) -> PatternKey<'db> {
+        PatternKey::new(
+            db,
+            pattern.to_owned(),
+            self.first,
+            self.budget,
+            self.budget,
+            self.determinize,
+            self.nfa,
+        )
+    }
+
+    fn as_tuple(&self) -> (usize, usize, usize, usize) {
+        (self.first, self.budget, self.determinize, self.nfa)
+    }
+
+    fn from_tuple((first, budget, determinize, nfa): (usize, usize, usize, usize)) -> Self {
+        ComponentBudget {
+            first,
+            budget,
+            determinize,
+            nfa,
+        }
     }
 }
 
 /// A component automaton and whether it had to be widened. Tracked: built once per session.
 #[salsa::tracked(returns(ref), no_eq)]
-fn automaton<'db>(db: &'db dyn Db, key: PatternKey<'db>) -> Result<(Arc<Automaton>, bool), String> {
-    Automaton::build(key.text(db), *key.budget(db))
+fn automaton<'db>(
+    db: &'db dyn Db,
+    key: PatternKey<'db>,
+) -> Result<(Arc<Automaton>, bool), AutomatonError> {
+    let built = crate::lower::alone(db, key)?;
+    let start = built
+        .dfa
+        .start_state(&start::Config::new().anchored(Anchored::No))
+        .map_err(|e| AutomatonError::Other(e.to_string()))?;
+    Ok((
+        Arc::new(Automaton {
+            dfa: built.dfa,
+            start,
+        }),
+        built.approximate,
+    ))
 }
 
 /// Must a component match somewhere, or must it not?
@@ -166,12 +209,78 @@ fn matcher_pattern(matcher: &TextMatcher) -> (String, bool) {
     }
 }
 
+/// Which rules the analysis covers when some rules of the catalogue have errors (or are left
+/// out of the bundle): the others are analysed, and findings that depend on the order of a
+/// rule whose order is not known yet are held back (see docs/analysis.md).
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// Per catalogue rule: whether it is analysed at all (it checked clean and is in the
+    /// bundle). Rules beyond the vector's end are.
+    pub analysed: Vec<bool>,
+    /// Per rule: whether it precedes (or is) a rule whose order is not known (it names a rule
+    /// with errors in `before`/`after`, is named by one, or lies on a priority cycle).
+    pub above_unknown: Vec<bool>,
+    /// Per rule: whether it follows (or is) such a rule.
+    pub below_unknown: Vec<bool>,
+    /// Whether some rules are left out or some relations ignored: the tie-break between rules
+    /// that nothing orders may then differ from the fixed catalogue's, so it decides nothing.
+    pub partial: bool,
+}
+
+impl Scope {
+    fn analysed(&self, rule: usize) -> bool {
+        self.analysed.get(rule).copied().unwrap_or(true)
+    }
+
+    fn flag(flags: &[bool], rule: usize) -> bool {
+        flags.get(rule).copied().unwrap_or(false)
+    }
+
+    /// Whether the rule's place in the order is settled: its shadowing and examples can be
+    /// judged.
+    pub fn order_known(&self, rule: usize) -> bool {
+        !Self::flag(&self.above_unknown, rule) && !Self::flag(&self.below_unknown, rule)
+    }
+
+    /// Whether fixing the rules with errors cannot order `a` and `b` against each other.
+    pub fn pair_order_known(&self, a: usize, b: usize) -> bool {
+        let (up, down) = (&self.above_unknown, &self.below_unknown);
+        !(Self::flag(up, a) && Self::flag(down, b) || Self::flag(up, b) && Self::flag(down, a))
+    }
+}
+
+/// What the collision analysis concludes about two rules of one tier that nothing orders, the
+/// answer `faultline check` (FL0102, FL0108) and `faultline order` give alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PairVerdict {
+    /// A tier, a rank or a relation orders them: no collision check is needed.
+    Ordered,
+    /// They give the same outcome (code, confidence, scope): whichever wins, the result is the
+    /// same.
+    SameOutcome,
+    /// Their structured guards cannot hold together (the field named).
+    GuardsExclusive(EvidenceField),
+    /// One of them fires on no evidence (its id).
+    Dead(String),
+    /// One of them is not analysed: it has errors, or its order waits on a rule that has.
+    NotAnalysed(String),
+    /// The search over their automata proves no evidence fires both.
+    Disjoint,
+    /// Both fire on this evidence, verified by the compiled classifier: a tie (FL0102).
+    Tie(Box<Evidence>),
+    /// The search ran out of budget, or found no verified witness (FL0108).
+    Undecided,
+}
+
 struct Analyzer<'a> {
     db: &'a dyn Db,
     catalogue: &'a Catalogue,
     priority: &'a Priority,
     bundle: &'a Bundle,
     budget: &'a AnalysisBudget,
+    components: ComponentBudget,
+    scope: &'a Scope,
     texts: Vec<RuleText>,
     /// Catalogue index of each rule id.
     rule_index: HashMap<&'a str, usize>,
@@ -179,34 +288,65 @@ struct Analyzer<'a> {
     diagnostics: std::cell::RefCell<Vec<Diagnostic>>,
 }
 
-/// Runs every analysis on a catalogue whose bundle compiled.
-pub fn analyze(
-    db: &dyn Db,
-    catalogue: &Catalogue,
-    priority: &Priority,
-    bundle: &Bundle,
-    budget: &AnalysisBudget,
-) -> Vec<Diagnostic> {
-    let mut texts = Vec::new();
-    for rule in &catalogue.rules {
-        texts.push(rule_text(db, rule, budget));
+/// What the analysis reads: the checked catalogue, its order and compiled bundle, the budgets.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    /// The checked catalogue.
+    pub catalogue: &'a Catalogue,
+    /// Its effective order.
+    pub priority: &'a Priority,
+    /// Its compiled bundle (the rules `scope` analyses).
+    pub bundle: &'a Bundle,
+    /// The analysis budget.
+    pub budget: &'a AnalysisBudget,
+    /// The automaton budgets (component automata share the lowering's exact attempts).
+    pub lowering: &'a crate::lower::Budget,
+    /// Which rules are analysed.
+    pub scope: &'a Scope,
+}
+
+impl<'a> Analyzer<'a> {
+    /// An analyzer of the rules `inputs.scope` covers (of `only` among them, when given).
+    fn new(db: &'a dyn Db, inputs: Inputs<'a>, only: Option<&[usize]>) -> Self {
+        let components = ComponentBudget::new(inputs.budget, inputs.lowering);
+        let texts = inputs
+            .catalogue
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| {
+                if inputs.scope.analysed(index) && only.is_none_or(|only| only.contains(&index)) {
+                    rule_text(db, rule, &components)
+                } else {
+                    RuleText::default()
+                }
+            })
+            .collect();
+        let rule_index = inputs
+            .catalogue
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.as_str(), i))
+            .collect();
+        Analyzer {
+            db,
+            catalogue: inputs.catalogue,
+            priority: inputs.priority,
+            bundle: inputs.bundle,
+            budget: inputs.budget,
+            components,
+            scope: inputs.scope,
+            texts,
+            rule_index,
+            diagnostics: std::cell::RefCell::new(Vec::new()),
+        }
     }
-    let rule_index = catalogue
-        .rules
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
-    let analyzer = Analyzer {
-        db,
-        catalogue,
-        priority,
-        bundle,
-        budget,
-        texts,
-        rule_index,
-        diagnostics: std::cell::RefCell::new(Vec::new()),
-    };
+}
+
+/// Runs every analysis on the rules `inputs.scope` covers.
+pub fn analyze(db: &dyn Db, inputs: Inputs<'_>) -> Vec<Diagnostic> {
+    let analyzer = Analyzer::new(db, inputs, None);
     let live = analyzer.dead_rules_and_vetoes();
     analyzer.ties(&live);
     analyzer.shadowed(&live);
@@ -214,21 +354,23 @@ pub fn analyze(
     analyzer.diagnostics.into_inner()
 }
 
+/// The collision analysis's verdict on two rules (catalogue indices), as `faultline check`
+/// reaches it for the pair.
+pub fn pair_verdict(db: &dyn Db, inputs: Inputs<'_>, a: usize, b: usize) -> PairVerdict {
+    let analyzer = Analyzer::new(db, inputs, Some(&[a, b]));
+    let live = |rule: usize| analyzer.fires_somewhere(rule);
+    analyzer.pair_verdict(a, b, &live)
+}
+
 fn component_automaton(
     db: &dyn Db,
     pattern: &str,
-    budget: &AnalysisBudget,
-) -> Result<(Arc<Automaton>, bool), String> {
-    let key = PatternKey::new(
-        db,
-        pattern.to_owned(),
-        budget.component_dfa_bytes,
-        budget.component_dfa_bytes,
-    );
-    automaton(db, key).clone()
+    budget: &ComponentBudget,
+) -> Result<(Arc<Automaton>, bool), AutomatonError> {
+    automaton(db, budget.key(db, pattern)).clone()
 }
 
-fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &AnalysisBudget) -> RuleText {
+fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &ComponentBudget) -> RuleText {
     let mut text = RuleText {
         exact: true,
         ..RuleText::default()
@@ -320,7 +462,7 @@ const UTF8_PATTERN: &str = r"(?s)\A.*\z";
 /// searched again.
 #[salsa::tracked(returns(ref))]
 fn search_query<'db>(db: &'db dyn Db, key: QueryKey<'db>) -> ViewSearch {
-    let budget = *key.component_budget(db);
+    let budget = ComponentBudget::from_tuple(*key.component_budget(db));
     let mut automata: Vec<(Arc<Automaton>, Polarity)> = Vec::new();
     for (pattern, must) in key
         .components(db)
@@ -328,8 +470,7 @@ fn search_query<'db>(db: &'db dyn Db, key: QueryKey<'db>) -> ViewSearch {
         .map(|(p, must, _)| (p, *must))
         .chain(std::iter::once((&UTF8_PATTERN.to_owned(), true)))
     {
-        let memo_key = PatternKey::new(db, pattern.clone(), budget, budget);
-        match automaton(db, memo_key) {
+        match automaton(db, budget.key(db, pattern)) {
             Ok((automaton, _)) => automata.push((
                 Arc::clone(automaton),
                 if must {
@@ -342,6 +483,56 @@ fn search_query<'db>(db: &'db dyn Db, key: QueryKey<'db>) -> ViewSearch {
         }
     }
     breadth_first(&automata, *key.wanted(db), *key.max_states(db))
+}
+
+/// Hashes the search's product states (short vectors of state ids) with a multiply-rotate mix:
+/// the standard library's SipHash would dominate the search.
+#[derive(Debug, Clone, Copy, Default)]
+struct StateHash;
+
+impl std::hash::BuildHasher for StateHash {
+    type Hasher = StateHasher;
+
+    fn build_hasher(&self) -> StateHasher {
+        StateHasher(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct StateHasher(u64);
+
+impl StateHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for StateHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.add(u64::from(byte));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
 }
 
 /// Breadth-first search over the product of the automata, collecting up to `wanted` shortest
@@ -371,7 +562,9 @@ fn breadth_first(
     let start: Node = all.iter().map(|(a, _)| (a.start, false)).collect();
     let mut nodes: Vec<(usize, u8)> = vec![(usize::MAX, 0)];
     let mut states: Vec<Node> = vec![start.clone()];
-    let mut seen: HashMap<Node, usize> = HashMap::from([(start, 0)]);
+    let mut seen: std::collections::HashSet<Node, StateHash> =
+        std::collections::HashSet::with_hasher(StateHash);
+    seen.insert(start);
     let mut queue = VecDeque::from([0usize]);
     let mut witnesses = Vec::new();
     while let Some(index) = queue.pop_front() {
@@ -421,7 +614,7 @@ fn breadth_first(
                 }
                 next.push((state, satisfied));
             }
-            if pruned || seen.contains_key(&next) {
+            if pruned || seen.contains(&next) {
                 continue;
             }
             if states.len() >= max_states {
@@ -431,7 +624,7 @@ fn breadth_first(
                     ViewSearch::Witnesses(witnesses)
                 };
             }
-            seen.insert(next.clone(), states.len());
+            seen.insert(next.clone());
             nodes.push((index, byte));
             states.push(next);
             queue.push_back(states.len() - 1);
@@ -462,7 +655,7 @@ impl Analyzer<'_> {
             key_components,
             wanted,
             self.budget.max_states,
-            self.budget.component_dfa_bytes,
+            self.components.as_tuple(),
         );
         match search_query(self.db, key) {
             ViewSearch::Empty => Search::Empty,
@@ -595,11 +788,13 @@ impl Analyzer<'_> {
                 self.texts.get(rule).and_then(|t| t.group_fill.clone())
             {
                 let raw = evidence.stderr.clone().unwrap_or_default();
-                let captured = regex::Regex::new(&pattern).ok().and_then(|regex| {
-                    regex
-                        .captures(&raw)
-                        .and_then(|c| c.get(group as usize).map(|g| g.as_str().to_owned()))
-                });
+                let captured = crate::pattern::regex(&pattern, REGEX_SIZE_LIMIT)
+                    .ok()
+                    .and_then(|regex| {
+                        regex
+                            .captures(&raw)
+                            .and_then(|c| c.get(group as usize).map(|g| g.as_str().to_owned()))
+                    });
                 if let (Some(value), EvidenceField::ManagedRuntimePackageSpec) = (captured, field) {
                     evidence.managed_runtime_package_spec = Some(value);
                 }
@@ -643,12 +838,40 @@ impl Analyzer<'_> {
         }
     }
 
+    /// Whether a rule fires on some evidence, as the dead-rule check decides it (a rule it
+    /// cannot decide counts as live).
+    fn fires_somewhere(&self, index: usize) -> bool {
+        let (Some(rule), Some(text)) = (self.rule(index), self.texts.get(index)) else {
+            return false;
+        };
+        if !self.scope.analysed(index) {
+            return false;
+        }
+        if text.components.is_empty() && rule.matchers.is_empty() {
+            return true;
+        }
+        let components: Vec<&Component> = text.components.iter().collect();
+        let position = self.bundle.rule_position(&rule.id).unwrap_or(usize::MAX);
+        !matches!(
+            self.verified(&[index], &components, |evidence| {
+                self.fires(position, evidence)
+            }),
+            Ok(None)
+        )
+    }
+
     fn dead_rules_and_vetoes(&self) -> Vec<bool> {
         let mut live = vec![true; self.catalogue.rules.len()];
         for (index, rule) in self.catalogue.rules.iter().enumerate() {
             let Some(text) = self.texts.get(index) else {
                 continue;
             };
+            if !self.scope.analysed(index) {
+                if let Some(slot) = live.get_mut(index) {
+                    *slot = false;
+                }
+                continue;
+            }
             if text.components.is_empty() && rule.matchers.is_empty() {
                 continue;
             }
@@ -728,17 +951,33 @@ impl Analyzer<'_> {
     }
 
     fn guards_compatible(a: &Guards, b: &Guards) -> bool {
+        Self::exclusive_field(a, b).is_none()
+    }
+
+    /// A structured field on which two rules' guards allow no common value.
+    fn exclusive_field(a: &Guards, b: &Guards) -> Option<EvidenceField> {
         fn overlap<T: PartialEq>(a: &Option<Vec<T>>, b: &Option<Vec<T>>) -> bool {
             match (a, b) {
                 (Some(a), Some(b)) => a.iter().any(|value| b.contains(value)),
                 _ => true,
             }
         }
-        overlap(&a.phase, &b.phase)
-            && overlap(&a.provider_id, &b.provider_id)
-            && overlap(&a.source, &b.source)
-            && overlap(&a.http_status, &b.http_status)
-            && overlap(&a.exit_code, &b.exit_code)
+        [
+            (overlap(&a.phase, &b.phase), EvidenceField::Phase),
+            (
+                overlap(&a.provider_id, &b.provider_id),
+                EvidenceField::ProviderId,
+            ),
+            (overlap(&a.source, &b.source), EvidenceField::Source),
+            (
+                overlap(&a.http_status, &b.http_status),
+                EvidenceField::HttpStatus,
+            ),
+            (overlap(&a.exit_code, &b.exit_code), EvidenceField::ExitCode),
+        ]
+        .into_iter()
+        .find(|(overlaps, _)| !overlaps)
+        .map(|(_, field)| field)
     }
 
     /// Whether every evidence satisfying `lower`'s guards satisfies `upper`'s.
@@ -770,62 +1009,211 @@ impl Analyzer<'_> {
     }
 
     fn outcome(
-        &self,
         rule: &RuleDef,
     ) -> (
-        String,
+        &str,
         faultline_runtime::Confidence,
         faultline_runtime::Scope,
     ) {
-        (rule.code.clone(), rule.confidence, rule.scope)
+        (&rule.code, rule.confidence, rule.scope)
+    }
+
+    /// The verdict on two rules, with `live` telling which rules fire on some evidence.
+    fn pair_verdict(&self, a: usize, b: usize, live: &dyn Fn(usize) -> bool) -> PairVerdict {
+        let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
+            return PairVerdict::Ordered;
+        };
+        if !self.priority.unordered(self.catalogue, a, b) {
+            return PairVerdict::Ordered;
+        }
+        for (index, rule) in [(a, rule_a), (b, rule_b)] {
+            if !self.scope.analysed(index) {
+                return PairVerdict::NotAnalysed(rule.id.clone());
+            }
+        }
+        if !self.scope.pair_order_known(a, b) {
+            let waiting = if self.scope.order_known(a) {
+                rule_b
+            } else {
+                rule_a
+            };
+            return PairVerdict::NotAnalysed(waiting.id.clone());
+        }
+        for (index, rule) in [(a, rule_a), (b, rule_b)] {
+            if !live(index) {
+                return PairVerdict::Dead(rule.id.clone());
+            }
+        }
+        if Self::outcome(rule_a) == Self::outcome(rule_b) {
+            return PairVerdict::SameOutcome;
+        }
+        if let Some(field) = Self::exclusive_field(&rule_a.guards, &rule_b.guards) {
+            return PairVerdict::GuardsExclusive(field);
+        }
+        let (Some(text_a), Some(text_b)) = (self.texts.get(a), self.texts.get(b)) else {
+            return PairVerdict::Undecided;
+        };
+        let components: Vec<&Component> =
+            text_a.components.iter().chain(&text_b.components).collect();
+        let (position_a, position_b) = (
+            self.bundle.rule_position(&rule_a.id).unwrap_or(usize::MAX),
+            self.bundle.rule_position(&rule_b.id).unwrap_or(usize::MAX),
+        );
+        match self.verified(&[a, b], &components, |evidence| {
+            self.fires(position_a, evidence) && self.fires(position_b, evidence)
+        }) {
+            Ok(None) => PairVerdict::Disjoint,
+            Ok(Some(evidence)) => PairVerdict::Tie(Box::new(evidence)),
+            Err(()) => PairVerdict::Undecided,
+        }
     }
 
     fn ties(&self, live: &[bool]) {
-        let count = self.catalogue.rules.len();
-        for a in 0..count {
-            for b in a + 1..count {
-                let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
-                    continue;
-                };
-                if !live.get(a).copied().unwrap_or(false) || !live.get(b).copied().unwrap_or(false)
-                {
-                    continue;
+        let is_live = |index: usize| live.get(index).copied().unwrap_or(false);
+        for (a, b) in self.tie_candidates(live) {
+            let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
+                continue;
+            };
+            match self.pair_verdict(a, b, &is_live) {
+                PairVerdict::Tie(evidence) => {
+                    let diagnostic = Diagnostic::new(
+                        Code::Tie,
+                        format!("`{}` and `{}` can both fire on the same evidence with different outcomes, and neither is ordered first", rule_a.id, rule_b.id),
+                    )
+                    .primary(&rule_b.origin.file, rule_b.origin.span, format!("`{}` → `{}`", rule_b.id, rule_b.code))
+                    .secondary(&rule_a.origin.file, rule_a.origin.span, format!("`{}` → `{}`", rule_a.id, rule_a.code))
+                    .note(format!("witness (verified: both fire): {}", describe(&evidence)))
+                    .help(format!("declare the winner: add `before {}` to `{}` (or the reverse), or give them different ranks", rule_b.id, rule_a.id));
+                    self.report(diagnostic);
                 }
-                if !self.priority.unordered(self.catalogue, a, b)
-                    || self.outcome(rule_a) == self.outcome(rule_b)
-                    || !Self::guards_compatible(&rule_a.guards, &rule_b.guards)
-                {
-                    continue;
+                PairVerdict::Undecided => self.budget_exceeded(
+                    rule_b,
+                    Some(rule_a.id.clone()),
+                    "could not prove they never fire together",
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    /// The pairs `(a, b)`, `a < b`, that the tie check must look at: live rules of one tier
+    /// that may be unordered and whose guards may hold together. A superset of the pairs that
+    /// pass those tests, found without visiting every pair: ranked rules of different ranks
+    /// are always ordered, so only same-rank pairs and pairs with an unranked rule are
+    /// candidates, and of those only pairs sharing a value of the tier's most selective guard
+    /// field (or where one rule does not guard it).
+    fn tie_candidates(&self, live: &[bool]) -> Vec<(usize, usize)> {
+        let mut tiers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (index, rule) in self.catalogue.rules.iter().enumerate() {
+            if live.get(index).copied().unwrap_or(false) {
+                tiers.entry(rule.tier).or_default().push(index);
+            }
+        }
+        let mut pairs = Vec::new();
+        for members in tiers.values() {
+            let field = self.selective_field(members);
+            let mut by_rank: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+            let mut unranked = Vec::new();
+            for &index in members {
+                match self.rule(index).and_then(|rule| rule.rank) {
+                    Some(rank) => by_rank.entry(rank).or_default().push(index),
+                    None => unranked.push(index),
                 }
-                let (Some(text_a), Some(text_b)) = (self.texts.get(a), self.texts.get(b)) else {
-                    continue;
-                };
-                let components: Vec<&Component> =
-                    text_a.components.iter().chain(&text_b.components).collect();
-                let (position_a, position_b) = (
-                    self.bundle.rule_position(&rule_a.id).unwrap_or(usize::MAX),
-                    self.bundle.rule_position(&rule_b.id).unwrap_or(usize::MAX),
-                );
-                match self.verified(&[a, b], &components, |evidence| {
-                    self.fires(position_a, evidence) && self.fires(position_b, evidence)
-                }) {
-                    Ok(None) => {}
-                    Ok(Some(evidence)) => {
-                        let diagnostic = Diagnostic::new(
-                            Code::Tie,
-                            format!("`{}` and `{}` can both fire on the same evidence with different outcomes, and neither is ordered first", rule_a.id, rule_b.id),
-                        )
-                        .primary(&rule_b.origin.file, rule_b.origin.span, format!("`{}` → `{}`", rule_b.id, rule_b.code))
-                        .secondary(&rule_a.origin.file, rule_a.origin.span, format!("`{}` → `{}`", rule_a.id, rule_a.code))
-                        .note(format!("witness (verified: both fire): {}", describe(&evidence)))
-                        .help(format!("declare the winner: add `before {}` to `{}` (or the reverse), or give them different ranks", rule_b.id, rule_a.id));
-                        self.report(diagnostic);
+            }
+            for group in by_rank.values() {
+                self.pairs_sharing(field, group, group, &mut pairs);
+            }
+            self.pairs_sharing(field, &unranked, members, &mut pairs);
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        pairs
+    }
+
+    /// The guard values a rule allows on a field, as comparable keys; `None` when it does not
+    /// guard the field.
+    fn guard_keys(&self, index: usize, field: usize) -> Option<Vec<String>> {
+        fn keys<T: std::fmt::Debug>(values: &Option<Vec<T>>) -> Option<Vec<String>> {
+            values
+                .as_ref()
+                .map(|values| values.iter().map(|v| format!("{v:?}")).collect())
+        }
+        let guards = &self.rule(index)?.guards;
+        match field {
+            0 => keys(&guards.provider_id),
+            1 => keys(&guards.phase),
+            2 => keys(&guards.source),
+            3 => keys(&guards.http_status),
+            _ => keys(&guards.exit_code),
+        }
+    }
+
+    /// The guard field that splits `members` into the fewest candidate pairs.
+    fn selective_field(&self, members: &[usize]) -> usize {
+        (0..5)
+            .min_by_key(|&field| {
+                let mut counts: HashMap<String, usize> = HashMap::new();
+                let mut unguarded = 0usize;
+                for &index in members {
+                    match self.guard_keys(index, field) {
+                        Some(keys) => {
+                            for key in keys {
+                                *counts.entry(key).or_default() += 1;
+                            }
+                        }
+                        None => unguarded += 1,
                     }
-                    Err(()) => self.budget_exceeded(
-                        rule_b,
-                        Some(rule_a.id.clone()),
-                        "could not prove they never fire together",
-                    ),
+                }
+                counts
+                    .values()
+                    .map(|count| count.saturating_mul(*count))
+                    .sum::<usize>()
+                    .saturating_add(unguarded.saturating_mul(members.len()))
+            })
+            .unwrap_or(0)
+    }
+
+    /// Appends the pairs of a rule of `left` and another of `right` that share a value of
+    /// `field` or where one does not guard it, as `(smaller, larger)`.
+    fn pairs_sharing(
+        &self,
+        field: usize,
+        left: &[usize],
+        right: &[usize],
+        pairs: &mut Vec<(usize, usize)>,
+    ) {
+        if left.is_empty() || right.is_empty() {
+            return;
+        }
+        let mut by_value: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut unguarded = Vec::new();
+        for &index in right {
+            match self.guard_keys(index, field) {
+                Some(keys) => {
+                    for key in keys {
+                        by_value.entry(key).or_default().push(index);
+                    }
+                }
+                None => unguarded.push(index),
+            }
+        }
+        let mut push = |a: usize, b: usize| {
+            if a != b {
+                pairs.push((a.min(b), a.max(b)));
+            }
+        };
+        for &a in left {
+            match self.guard_keys(a, field) {
+                None => right.iter().for_each(|&b| push(a, b)),
+                Some(keys) => {
+                    for key in keys {
+                        by_value
+                            .get(&key)
+                            .into_iter()
+                            .flatten()
+                            .for_each(|&b| push(a, b));
+                    }
+                    unguarded.iter().for_each(|&b| push(a, b));
                 }
             }
         }
@@ -858,7 +1246,9 @@ impl Analyzer<'_> {
             let (Some(rule), Some(text)) = (self.rule(index), self.texts.get(index)) else {
                 continue;
             };
-            if !live.get(index).copied().unwrap_or(false) {
+            // A rule whose order waits on a rule with errors may yet be ordered above the rules
+            // that cover it now.
+            if !live.get(index).copied().unwrap_or(false) || !self.scope.order_known(index) {
                 continue;
             }
             let id = rule.id.clone();
@@ -867,6 +1257,7 @@ impl Analyzer<'_> {
             let mut covering_rules: Vec<usize> = Vec::new();
             let mut verdict: Option<Result<(), ()>> = None;
             let mut first_witness: Option<Evidence> = None;
+            let mut held = false;
             'refine: for _ in 0..REFINEMENTS {
                 let query: Vec<&Component> = text.components.iter().chain(&excluded).collect();
                 let witnesses = match self.search(&query, self.budget.max_witnesses) {
@@ -890,6 +1281,15 @@ impl Analyzer<'_> {
                     }
                     first_witness.get_or_insert(evidence);
                     let winner = self.rule_index.get(classification.rule.as_str()).copied();
+                    // Beside errors, a winner that nothing orders above the rule is above it
+                    // only by the tie-break, which the rules with errors may change.
+                    if let Some(winner) = winner
+                        && self.scope.partial
+                        && self.priority.unordered(self.catalogue, winner, index)
+                    {
+                        held = true;
+                        break 'refine;
+                    }
                     if let Some(winner) = winner.filter(|w| !covering_rules.contains(w)) {
                         match self.covering_component(rule, winner) {
                             Some(None) => {
@@ -910,6 +1310,9 @@ impl Analyzer<'_> {
                 if !refined {
                     break;
                 }
+            }
+            if held {
+                continue;
             }
             match verdict {
                 Some(Ok(())) => {}
@@ -980,17 +1383,10 @@ impl Analyzer<'_> {
                     .push(index);
             }
         }
-        let mut pairs: Vec<(usize, usize)> = groups
-            .values()
-            .flat_map(|members| {
-                members.iter().flat_map(move |&a| {
-                    members
-                        .iter()
-                        .filter(move |&&b| a != b)
-                        .map(move |&b| (a, b))
-                })
-            })
-            .collect();
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        for members in groups.values() {
+            self.nesting_candidates(members, &mut pairs);
+        }
         pairs.sort_unstable();
         for (a, b) in pairs {
             {
@@ -1015,7 +1411,7 @@ impl Analyzer<'_> {
                         let exact = |pattern: String| match component_automaton(
                             self.db,
                             &pattern,
-                            self.budget,
+                            &self.components,
                         ) {
                             Ok((_, false)) => Some(Component {
                                 pattern,
@@ -1037,9 +1433,13 @@ impl Analyzer<'_> {
                                 .and_then(|w| w.first())
                                 .map(|(_, text)| text.clone())
                                 .unwrap_or_default();
-                            let verified = regex::Regex::new(&format!(r"\A(?:{outer})\z"))
-                                .is_ok_and(|r| r.is_match(&span))
-                                && regex::Regex::new(inner).is_ok_and(|r| r.is_match(&span));
+                            let verified = crate::pattern::regex(
+                                &format!(r"\A(?:{outer})\z"),
+                                REGEX_SIZE_LIMIT,
+                            )
+                            .is_ok_and(|r| r.is_match(&span))
+                                && crate::pattern::regex(inner, REGEX_SIZE_LIMIT)
+                                    .is_ok_and(|r| r.is_match(&span));
                             if verified {
                                 self.report(
                                     Diagnostic::new(
@@ -1058,6 +1458,92 @@ impl Analyzer<'_> {
                 }
             }
         }
+    }
+
+    /// The ordered pairs `(a, b)` of `members` (one outcome group) where some pattern of `a`
+    /// may match inside a match of a pattern of `b`, by the required-words pre-filter: an index
+    /// of the words' three-letter pieces finds, for each inner word, the outer words that can
+    /// contain it, instead of comparing every pair. Patterns without required words pair with
+    /// every pattern of their view.
+    fn nesting_candidates(&self, members: &[usize], pairs: &mut Vec<(usize, usize)>) {
+        // Per view: outer words by trigram (rule, word), and the rules with an unconstrained
+        // pattern.
+        let mut trigrams: HashMap<(TextView, &str), Vec<(usize, &str)>> = HashMap::new();
+        let mut short: HashMap<TextView, Vec<(usize, &str)>> = HashMap::new();
+        let mut unconstrained: HashMap<TextView, Vec<usize>> = HashMap::new();
+        let mut with_view: HashMap<TextView, Vec<usize>> = HashMap::new();
+        for &b in members {
+            let Some(text) = self.texts.get(b) else {
+                continue;
+            };
+            for (view, _, words) in &text.patterns {
+                with_view.entry(*view).or_default().push(b);
+                match words {
+                    None => unconstrained.entry(*view).or_default().push(b),
+                    Some(words) => {
+                        for word in words {
+                            let pieces = trigram_pieces(word);
+                            if pieces.is_empty() {
+                                short.entry(*view).or_default().push((b, word));
+                            }
+                            for piece in pieces {
+                                trigrams.entry((*view, piece)).or_default().push((b, word));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let start = pairs.len();
+        for &a in members {
+            let Some(text) = self.texts.get(a) else {
+                continue;
+            };
+            for (view, _, words) in &text.patterns {
+                match words {
+                    None => {
+                        pairs.extend(with_view.get(view).into_iter().flatten().map(|&b| (a, b)))
+                    }
+                    Some(words) => {
+                        pairs.extend(
+                            unconstrained
+                                .get(view)
+                                .into_iter()
+                                .flatten()
+                                .map(|&b| (a, b)),
+                        );
+                        for inner in words {
+                            let pieces = trigram_pieces(inner);
+                            // Every outer word holding `inner` holds its rarest piece.
+                            let candidates = pieces
+                                .iter()
+                                .map(|piece| trigrams.get(&(*view, *piece)))
+                                .min_by_key(|found| found.map_or(0, Vec::len));
+                            let outer: Vec<&(usize, &str)> = match candidates {
+                                Some(found) => found.into_iter().flatten().collect(),
+                                // Shorter than a piece: any outer word may hold it.
+                                None => trigrams
+                                    .iter()
+                                    .filter(|((v, _), _)| v == view)
+                                    .flat_map(|(_, found)| found)
+                                    .chain(short.get(view).into_iter().flatten())
+                                    .collect(),
+                            };
+                            pairs.extend(
+                                outer
+                                    .into_iter()
+                                    .filter(|(_, word)| word.contains(inner.as_str()))
+                                    .map(|&(b, _)| (a, b)),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let mut found: Vec<(usize, usize)> = pairs.drain(start..).filter(|(a, b)| a != b).collect();
+        found.sort_unstable();
+        found.dedup();
+        pairs.extend(found);
     }
 
     fn report(&self, diagnostic: Diagnostic) {
@@ -1079,6 +1565,13 @@ impl Analyzer<'_> {
                 .help("order the rules explicitly, simplify the patterns, or raise the budget with `--analysis-budget`"),
         );
     }
+}
+
+/// The three-byte pieces of a word (none when it is shorter).
+fn trigram_pieces(word: &str) -> Vec<&str> {
+    (0..word.len().saturating_sub(2))
+        .filter_map(|start| word.get(start..start + 3))
+        .collect()
 }
 
 /// Whether some required word of `inner` is a substring of some required word of `outer` (or

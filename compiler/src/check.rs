@@ -15,7 +15,8 @@ use crate::ir::*;
 use crate::pattern::{self, PatternProblem};
 use crate::suggest;
 
-/// The largest byte bound a suffix may have: text beyond the sanitized excerpt is never seen.
+/// The largest byte bound a suffix may have, the excerpt's: a `prefix` matcher describes one
+/// short message, not a log.
 pub const MAX_EXCERPT_BYTES: i64 = 4096;
 /// The largest rank.
 pub const MAX_RANK: i64 = 1_000_000;
@@ -46,9 +47,20 @@ pub type LowerFn<'a> = dyn Fn(&str) -> Result<pattern::LoweredPattern, Vec<Patte
 
 /// [`check`], with pattern lowering supplied by the caller.
 pub fn check_with(loaded: &LoadedCatalogue, lower: &LowerFn<'_>) -> Checked {
+    check_within(loaded, lower, crate::lower::Budget::default().pattern_bytes)
+}
+
+/// [`check_with`], refusing patterns and literals longer than `pattern_bytes` (FL0109): parsing
+/// a pattern costs memory in proportion to its length, before any automaton budget applies.
+pub fn check_within(
+    loaded: &LoadedCatalogue,
+    lower: &LowerFn<'_>,
+    pattern_bytes: usize,
+) -> Checked {
     let mut checker = Checker {
         diagnostics: Vec::new(),
         lower,
+        pattern_bytes,
     };
     let catalogue = checker.run(loaded);
     let mut diagnostics = checker.diagnostics;
@@ -62,6 +74,8 @@ pub fn check_with(loaded: &LoadedCatalogue, lower: &LowerFn<'_>) -> Checked {
 struct Checker<'l> {
     diagnostics: Vec<Diagnostic>,
     lower: &'l LowerFn<'l>,
+    /// The longest pattern or literal accepted, in bytes.
+    pattern_bytes: usize,
 }
 
 /// A value of a closed vocabulary, looked up by name.
@@ -1131,11 +1145,34 @@ impl Checker<'_> {
         }
     }
 
+    /// Refuses a pattern or literal longer than the pattern budget.
+    fn within_budget(&mut self, file: &Arc<SourceFile>, text: &StringLit, what: &str) -> bool {
+        if text.value.len() <= self.pattern_bytes {
+            return true;
+        }
+        self.push(
+            Diagnostic::new(
+                Code::AutomatonTooLarge,
+                format!(
+                    "a {what} exceeds its budget: it is {} bytes long, more than the {} pattern budget",
+                    crate::lower::grouped(text.value.len()),
+                    crate::lower::bytes(self.pattern_bytes)
+                ),
+            )
+            .primary(file, text.span, "too long to compile: parsing alone needs memory in proportion to its length")
+            .help("split the rule into several rules with shorter patterns, or match a shorter, distinctive part of the text (see docs/bundle.md)"),
+        );
+        false
+    }
+
     fn pattern(
         &mut self,
         file: &Arc<SourceFile>,
         pattern: &StringLit,
     ) -> Option<pattern::LoweredPattern> {
+        if !self.within_budget(file, pattern, "pattern") {
+            return None;
+        }
         match (self.lower)(&pattern.value) {
             Ok(lowered) => Some(lowered),
             Err(problems) => {
@@ -1170,6 +1207,9 @@ impl Checker<'_> {
         literal: &StringLit,
         kind: &str,
     ) -> Option<String> {
+        if !self.within_budget(file, literal, "literal") {
+            return None;
+        }
         if literal.value.trim().is_empty() {
             self.push(
                 Diagnostic::new(
@@ -1209,6 +1249,12 @@ impl Checker<'_> {
 
     fn matcher(&mut self, file: &Arc<SourceFile>, matcher: &ast::Matcher) -> Option<TextMatcher> {
         let view = self.view(file, matcher.view.as_ref());
+        let span = match &matcher.kind {
+            ast::MatcherKind::Regex { pattern, .. } => pattern.span,
+            ast::MatcherKind::Prefix { literal, .. }
+            | ast::MatcherKind::Whole { literal, .. }
+            | ast::MatcherKind::Contains { literal, .. } => literal.span,
+        };
         let kind = match &matcher.kind {
             ast::MatcherKind::Regex {
                 pattern,
@@ -1291,7 +1337,11 @@ impl Checker<'_> {
                 ignore_case: ignore_case.is_some(),
             },
         };
-        Some(TextMatcher { view: view?, kind })
+        Some(TextMatcher {
+            view: view?,
+            kind,
+            span,
+        })
     }
 
     fn suffix_bound(
@@ -1353,6 +1403,7 @@ impl Checker<'_> {
                     lowered: lowered.lowered,
                     group: group_number,
                     view: view?,
+                    span: pattern.span,
                 })
             }
         }

@@ -1,7 +1,7 @@
 //! The whole pipeline for one catalogue: check, order, lower, write and reload the bundle,
 //! then verify the inline examples and analyse collisions against the compiled classifier.
 
-use faultline_dsl::{Code, Diagnostic, LoadedCatalogue};
+use faultline_dsl::{Code, Diagnostic, LoadedCatalogue, Span};
 use faultline_runtime::{Bundle, Evidence};
 use sha2::{Digest, Sha256};
 
@@ -10,6 +10,8 @@ use std::path::Path;
 
 use faultline_dsl::SourceProvider;
 use salsa::Setter as _;
+
+use faultline_runtime::bundle::model::{RemediationEntry, RuleEntry};
 
 use crate::analysis::{self, AnalysisBudget};
 use crate::db::{Database, Db, SourceInput, parsed};
@@ -115,120 +117,411 @@ impl Compiler {
     /// Runs the whole pipeline once. Loading diagnostics are the caller's. To reuse work across
     /// compilations (watch mode, editors), keep a [`Session`].
     pub fn compile(&self, loaded: &LoadedCatalogue) -> Compilation {
-        self.compile_in(&Database::default(), loaded)
+        self.compile_in(&Database::default(), loaded, &[])
     }
 
-    fn compile_in(&self, db: &dyn Db, loaded: &LoadedCatalogue) -> Compilation {
-        let checked = crate::check::check_with(loaded, &|pattern: &str| {
-            crate::db::lowered_pattern(db, crate::db::PatternText::new(db, pattern.to_owned()))
-                .clone()
-        });
+    /// [`Compiler::compile`] for a catalogue whose loading reported `loading` (syntax errors
+    /// leave blocks out): the rules that checked clean are still analysed, as when some rules
+    /// have errors, and a missing catch-all is not judged.
+    pub fn compile_loaded(&self, loaded: &LoadedCatalogue, loading: &[Diagnostic]) -> Compilation {
+        self.compile_in(&Database::default(), loaded, loading)
+    }
+
+    /// Check, order and lower: everything before verification. Rules with errors are left
+    /// out and the rest go on, so that one run reports every mistake.
+    fn stage(&self, db: &dyn Db, loaded: &LoadedCatalogue, loading: &[Diagnostic]) -> Stage {
+        let nest_limit = self.budget.nest_limit;
+        let checked = crate::check::check_within(
+            loaded,
+            &|pattern: &str| {
+                let source = crate::db::PatternSource::new(db, pattern.to_owned(), nest_limit);
+                crate::db::lowered_pattern(db, source).clone()
+            },
+            self.budget.pattern_bytes,
+        );
         let mut diagnostics = checked.diagnostics;
         let catalogue = checked.catalogue;
-        if diagnostics.iter().any(Diagnostic::is_error) {
-            return Compilation {
-                catalogue,
-                priority: None,
-                diagnostics,
-                bundle: None,
-                built: None,
-                patterns: Vec::new(),
-            };
-        }
+        let front_end_errors = loading.iter().chain(&diagnostics).any(Diagnostic::is_error);
         let (priority, cycles) = priority::order(&catalogue);
         diagnostics.extend(cycles);
-        // The last rule in priority order must fire on everything: then every evidence
-        // classifies, and nothing is ordered after a rule that would shadow it.
-        let last = priority.order.last().and_then(|&i| catalogue.rules.get(i));
-        let earlier_catch_all = priority
-            .order
-            .iter()
-            .filter_map(|&i| catalogue.rules.get(i))
-            .find(|rule| is_catch_all(rule));
-        if !last.is_some_and(is_catch_all) {
-            let mut diagnostic =
-                Diagnostic::new(Code::NoCatchAll, "no rule fires on every piece of evidence");
-            if let Some(last) = priority.order.last().and_then(|&i| catalogue.rules.get(i)) {
-                diagnostic = diagnostic.primary(
-                    &last.origin.file,
-                    last.origin.span,
-                    "the lowest-priority rule has guards or matchers",
-                );
-            } else if let Some(file) = loaded.files.first() {
-                diagnostic = diagnostic.primary(
-                    &file.source,
-                    faultline_dsl::Span::new(0, 0),
-                    "the catalogue has no rules",
-                );
-            }
-            let help = match earlier_catch_all {
-                Some(rule) => format!(
-                    "`{}` fires on everything, so it must come last: move it to the last tier, or rank it after every other rule there",
-                    rule.id
-                ),
-                None => {
-                    "add a catch-all rule in the last tier: no `when`, no `match`, confidence low"
-                        .to_owned()
-                }
-            };
-            diagnostics.push(diagnostic.help(help));
+        // A missing catch-all may be a rule with errors: only judged on a clean front end.
+        if !front_end_errors {
+            diagnostics.extend(catch_all_problem(loaded, &catalogue, &priority));
         }
+        let mut scope = analysis_scope(loaded, &catalogue, &priority);
+        if front_end_errors {
+            // A rule is well-formed only if no error lies inside its block (an invalid escape
+            // in a literal is reported while parsing, and the rule still checks).
+            let with_errors =
+                rules_with_errors(loaded, &catalogue, loading.iter().chain(&diagnostics));
+            for (slot, broken) in scope.analysed.iter_mut().zip(with_errors) {
+                *slot &= !broken;
+            }
+        }
+        let (lowered, lowering) =
+            lower::lower(db, &catalogue, &priority, &self.budget, &scope.analysed);
+        diagnostics.extend(lowering);
+        let clean = !front_end_errors && !diagnostics.iter().any(Diagnostic::is_error);
+        let scope = analysis::Scope {
+            analysed: lowered.included.clone(),
+            partial: !clean,
+            ..scope
+        };
+        Stage {
+            catalogue,
+            diagnostics,
+            priority,
+            lowered,
+            scope,
+            clean,
+        }
+    }
+
+    /// Writes and reloads the bundle of a stage; when the catalogue has errors, the bundle (of
+    /// the rules that checked clean) only serves the analysis, and gets a stand-in catch-all
+    /// if it lacks one.
+    fn load(&self, loaded: &LoadedCatalogue, stage: &mut Stage) -> Option<(Vec<u8>, Bundle)> {
+        if !stage.clean {
+            let Stage {
+                catalogue, lowered, ..
+            } = stage;
+            if catalogue.codes.is_empty() || catalogue.tiers.is_empty() {
+                return None;
+            }
+            let model = &mut lowered.model;
+            let ends_with_catch_all = model.rules.last().is_some_and(|rule| {
+                rule.guards == crate::ir::Guards::default()
+                    && rule.matchers.is_empty()
+                    && rule.vetoes.is_empty()
+                    && !matches!(rule.remediation, Some(RemediationEntry::Capture { .. }))
+            });
+            if !ends_with_catch_all {
+                model.rules.push(stand_in_catch_all(catalogue));
+            }
+        }
+        let bytes = lower::write_bundle(&stage.catalogue, &stage.lowered, manifest_hash(loaded));
+        match bytes.map_err(|e| e.to_string()).and_then(|b| {
+            Bundle::from_bytes(&b)
+                .map(|bundle| (b, bundle))
+                .map_err(|e| e.to_string())
+        }) {
+            Ok(loaded) => Some(loaded),
+            Err(error) => {
+                stage.diagnostics.push(Diagnostic::new(
+                    Code::AutomatonTooLarge,
+                    format!("the compiled bundle does not load: {error}"),
+                ));
+                None
+            }
+        }
+    }
+
+    fn compile_in(
+        &self,
+        db: &dyn Db,
+        loaded: &LoadedCatalogue,
+        loading: &[Diagnostic],
+    ) -> Compilation {
+        let mut stage = self.stage(db, loaded, loading);
+        let built = self.load(loaded, &mut stage);
+        let Stage {
+            catalogue,
+            mut diagnostics,
+            priority,
+            lowered,
+            scope,
+            clean,
+        } = stage;
         let mut compilation = Compilation {
             catalogue,
             priority: None,
             diagnostics: Vec::new(),
             bundle: None,
             built: None,
-            patterns: Vec::new(),
+            patterns: lowered.patterns.clone(),
         };
-        if diagnostics.iter().any(Diagnostic::is_error) {
-            compilation.priority = Some(priority);
-            compilation.diagnostics = sorted(diagnostics);
-            return compilation;
+        if let Some((bytes, bundle)) = built {
+            diagnostics.extend(check_examples(
+                &compilation.catalogue,
+                &priority,
+                &bundle,
+                &scope,
+            ));
+            diagnostics.extend(analysis::analyze(
+                db,
+                analysis::Inputs {
+                    catalogue: &compilation.catalogue,
+                    priority: &priority,
+                    bundle: &bundle,
+                    budget: &self.analysis,
+                    lowering: &self.budget,
+                    scope: &scope,
+                },
+            ));
+            // Only the catalogue's own bundle is handed out, never one built around errors.
+            if clean {
+                compilation.built = Some(bytes);
+            }
         }
-        let lowered = match lower::lower(db, &compilation.catalogue, &priority, &self.budget) {
-            Ok(lowered) => lowered,
-            Err(errors) => {
-                diagnostics.extend(errors);
-                compilation.priority = Some(priority);
-                compilation.diagnostics = sorted(diagnostics);
-                return compilation;
-            }
-        };
-        compilation.patterns = lowered.patterns.clone();
-        let bytes = lower::write_bundle(&compilation.catalogue, &lowered, manifest_hash(loaded));
-        let bundle = match bytes
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|b| Bundle::from_bytes(b).map_err(|e| e.to_string()))
-        {
-            Ok(bundle) => bundle,
-            Err(error) => {
-                diagnostics.push(Diagnostic::new(
-                    Code::AutomatonTooLarge,
-                    format!("the compiled bundle does not load: {error}"),
-                ));
-                compilation.priority = Some(priority);
-                compilation.diagnostics = sorted(diagnostics);
-                return compilation;
-            }
-        };
-        diagnostics.extend(check_examples(&compilation.catalogue, &bundle));
-        diagnostics.extend(analysis::analyze(
-            db,
-            &compilation.catalogue,
-            &priority,
-            &bundle,
-            &self.analysis,
-        ));
         compilation.priority = Some(priority);
-        compilation.built = bytes.ok();
         compilation.bundle = compilation
             .built
             .clone()
             .filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
         compilation.diagnostics = sorted(diagnostics);
         compilation
+    }
+
+    /// How two rules (by id) are ordered, and, when nothing orders them, what the collision
+    /// analysis concludes about them: the verdict `faultline check` reaches for the pair.
+    /// `None` when either id is not a rule that checked clean.
+    pub fn pair_verdict(
+        &self,
+        loaded: &LoadedCatalogue,
+        a: &str,
+        b: &str,
+    ) -> Option<(Catalogue, Priority, analysis::PairVerdict)> {
+        let db = Database::default();
+        let mut stage = self.stage(&db, loaded, &[]);
+        let find = |id: &str| stage.catalogue.rules.iter().position(|rule| rule.id == id);
+        let (a, b) = (find(a)?, find(b)?);
+        let verdict = match self.load(loaded, &mut stage) {
+            Some((_, bundle)) => analysis::pair_verdict(
+                &db,
+                analysis::Inputs {
+                    catalogue: &stage.catalogue,
+                    priority: &stage.priority,
+                    bundle: &bundle,
+                    budget: &self.analysis,
+                    lowering: &self.budget,
+                    scope: &stage.scope,
+                },
+                a,
+                b,
+            ),
+            None if !stage.priority.unordered(&stage.catalogue, a, b) => {
+                analysis::PairVerdict::Ordered
+            }
+            None => analysis::PairVerdict::Undecided,
+        };
+        Some((stage.catalogue, stage.priority, verdict))
+    }
+}
+
+/// What a compilation has before verification.
+struct Stage {
+    catalogue: Catalogue,
+    diagnostics: Vec<Diagnostic>,
+    priority: Priority,
+    lowered: lower::Lowered,
+    scope: analysis::Scope,
+    /// Whether nothing so far is an error: the bundle is then the catalogue's own.
+    clean: bool,
+}
+
+/// The last rule in priority order must fire on everything: then every evidence classifies,
+/// and nothing is ordered after a rule that would shadow it.
+fn catch_all_problem(
+    loaded: &LoadedCatalogue,
+    catalogue: &Catalogue,
+    priority: &Priority,
+) -> Option<Diagnostic> {
+    let last = priority.order.last().and_then(|&i| catalogue.rules.get(i));
+    if last.is_some_and(is_catch_all) {
+        return None;
+    }
+    let earlier_catch_all = priority
+        .order
+        .iter()
+        .filter_map(|&i| catalogue.rules.get(i))
+        .find(|rule| is_catch_all(rule));
+    let mut diagnostic =
+        Diagnostic::new(Code::NoCatchAll, "no rule fires on every piece of evidence");
+    if let Some(last) = last {
+        diagnostic = diagnostic.primary(
+            &last.origin.file,
+            last.origin.span,
+            "the lowest-priority rule has guards or matchers",
+        );
+    } else if let Some(file) = loaded.files.first() {
+        diagnostic = diagnostic.primary(
+            &file.source,
+            faultline_dsl::Span::new(0, 0),
+            "the catalogue has no rules",
+        );
+    }
+    let help = match earlier_catch_all {
+        Some(rule) => format!(
+            "`{}` fires on everything, so it must come last: move it to the last tier, or rank it after every other rule there",
+            rule.id
+        ),
+        None => "add a catch-all rule in the last tier: no `when`, no `match`, confidence low"
+            .to_owned(),
+    };
+    Some(diagnostic.help(help))
+}
+
+/// The id of the catch-all that stands in, in a bundle built only for the analysis, for one
+/// the catalogue lacks or has with errors. Not a valid rule id, so it never clashes.
+pub const STAND_IN_CATCH_ALL: &str = "<no catch-all>";
+
+fn stand_in_catch_all(catalogue: &Catalogue) -> RuleEntry {
+    RuleEntry {
+        id: STAND_IN_CATCH_ALL.to_owned(),
+        doc: String::new(),
+        code: 0,
+        confidence: faultline_runtime::Confidence::Low,
+        scope: catalogue
+            .codes
+            .first()
+            .map_or(faultline_runtime::Scope::Session, |code| code.scope),
+        tier: catalogue.tiers.len().saturating_sub(1) as u32,
+        guards: crate::ir::Guards::default(),
+        matchers: Vec::new(),
+        vetoes: Vec::new(),
+        timing: Vec::new(),
+        excerpt: None,
+        remediation: None,
+        gated: false,
+        verified_examples: 0,
+    }
+}
+
+/// The block of each catalogue rule, as parsed: (file name, block span).
+fn rule_blocks(loaded: &LoadedCatalogue, catalogue: &Catalogue) -> Vec<Option<(String, Span)>> {
+    let mut by_name: HashMap<(&str, Span), Span> = HashMap::new();
+    for file in &loaded.files {
+        for item in &file.syntax.items {
+            if let faultline_dsl::ast::Item::Rule(block) = item {
+                by_name.insert((file.source.name(), block.name.span), block.span);
+            }
+        }
+    }
+    catalogue
+        .rules
+        .iter()
+        .map(|rule| {
+            let file = rule.origin.file.name();
+            by_name
+                .get(&(file, rule.origin.span))
+                .map(|span| (file.to_owned(), *span))
+        })
+        .collect()
+}
+
+/// Per catalogue rule: whether an error (of `diagnostics`) is reported inside its block.
+fn rules_with_errors<'d>(
+    loaded: &LoadedCatalogue,
+    catalogue: &Catalogue,
+    diagnostics: impl Iterator<Item = &'d Diagnostic>,
+) -> Vec<bool> {
+    let mut errors: HashMap<String, Vec<usize>> = HashMap::new();
+    for label in diagnostics
+        .filter(|d| d.is_error())
+        .filter_map(Diagnostic::primary_label)
+    {
+        errors
+            .entry(label.file().name().to_owned())
+            .or_default()
+            .push(label.span().start);
+    }
+    for starts in errors.values_mut() {
+        starts.sort_unstable();
+    }
+    rule_blocks(loaded, catalogue)
+        .into_iter()
+        .map(|block| {
+            block.is_some_and(|(file, span)| {
+                errors.get(&file).is_some_and(|starts| {
+                    let first = starts.partition_point(|&start| start < span.start);
+                    starts.get(first).is_some_and(|&start| start < span.end)
+                })
+            })
+        })
+        .collect()
+}
+
+/// Which rules the analysis covers, before lowering: every rule that checked clean, with the
+/// rules whose order waits on a rule with errors (or on a priority cycle) marked, together with
+/// every rule that precedes or follows them (see [`analysis::Scope`]).
+fn analysis_scope(
+    loaded: &LoadedCatalogue,
+    catalogue: &Catalogue,
+    priority: &Priority,
+) -> analysis::Scope {
+    let count = catalogue.rules.len();
+    let index: HashMap<&str, usize> = catalogue
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| (rule.id.as_str(), i))
+        .collect();
+    let mut unknown: Vec<usize> = Vec::new();
+    // Clean rules naming a rule that did not check clean.
+    for (i, rule) in catalogue.rules.iter().enumerate() {
+        let names_broken = rule
+            .before
+            .iter()
+            .chain(&rule.after)
+            .any(|other| !index.contains_key(other.as_str()));
+        if names_broken || priority.on_cycle(i) {
+            unknown.push(i);
+        }
+    }
+    // Clean rules that a rule with errors names, as written.
+    for file in &loaded.files {
+        for item in &file.syntax.items {
+            let faultline_dsl::ast::Item::Rule(block) = item else {
+                continue;
+            };
+            let clean = index
+                .get(block.name.value.as_str())
+                .and_then(|&i| catalogue.rules.get(i))
+                .is_some_and(|rule| {
+                    std::sync::Arc::ptr_eq(&rule.origin.file, &file.source)
+                        && rule.origin.span == block.name.span
+                });
+            if clean {
+                continue;
+            }
+            for clause in &block.clauses {
+                if let faultline_dsl::ast::ClauseKind::Before(name)
+                | faultline_dsl::ast::ClauseKind::After(name) = &clause.kind
+                    && let Some(&i) = index.get(name.value.as_str())
+                {
+                    unknown.push(i);
+                }
+            }
+        }
+    }
+    let mut above = vec![false; count];
+    let mut below = vec![false; count];
+    unknown.sort_unstable();
+    unknown.dedup();
+    for &rule in &unknown {
+        let tier = catalogue.rules.get(rule).map(|r| r.tier);
+        for (other, slot) in above.iter_mut().enumerate() {
+            if other == rule
+                || (catalogue.rules.get(other).map(|r| r.tier) == tier
+                    && priority.reaches(other, rule))
+            {
+                *slot = true;
+            }
+        }
+        for (other, slot) in below.iter_mut().enumerate() {
+            if other == rule
+                || (catalogue.rules.get(other).map(|r| r.tier) == tier
+                    && priority.reaches(rule, other))
+            {
+                *slot = true;
+            }
+        }
+    }
+    analysis::Scope {
+        analysed: vec![true; count],
+        above_unknown: above,
+        below_unknown: below,
+        partial: false,
     }
 }
 
@@ -241,10 +534,27 @@ fn describe(evidence: &Evidence) -> String {
     serde_json::to_string(evidence).unwrap_or_default()
 }
 
-/// Runs every inline example through the compiled bundle.
-fn check_examples(catalogue: &Catalogue, bundle: &Bundle) -> Vec<Diagnostic> {
+/// Runs every inline example of the analysed rules through the compiled bundle; the examples
+/// of a rule whose order waits on a rule with errors wait with it (counterexamples do not
+/// depend on the order).
+fn check_examples(
+    catalogue: &Catalogue,
+    priority: &Priority,
+    bundle: &Bundle,
+    scope: &analysis::Scope,
+) -> Vec<Diagnostic> {
+    let index: HashMap<&str, usize> = catalogue
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| (rule.id.as_str(), i))
+        .collect();
     let mut diagnostics = Vec::new();
-    for rule in &catalogue.rules {
+    for (rule_index, rule) in catalogue.rules.iter().enumerate() {
+        if !scope.analysed.get(rule_index).copied().unwrap_or(true) {
+            continue;
+        }
+        let order_known = scope.order_known(rule_index);
         let run = |example: &Example| {
             let evidence = example_evidence(&example.evidence);
             let classification = bundle.classify(&evidence);
@@ -255,9 +565,16 @@ fn check_examples(catalogue: &Catalogue, bundle: &Bundle) -> Vec<Diagnostic> {
                 .unwrap_or_default();
             (evidence, classification, own_step)
         };
-        for example in &rule.examples {
+        for example in rule.examples.iter().filter(|_| order_known) {
             let (evidence, classification, own_step) = run(example);
-            if classification.rule != rule.id {
+            // Beside errors, a winner that nothing orders above the rule wins only by the
+            // tie-break, which the rules with errors may change.
+            let by_tie_break = scope.partial
+                && own_step == "fired"
+                && index
+                    .get(classification.rule.as_str())
+                    .is_some_and(|&winner| priority.unordered(catalogue, winner, rule_index));
+            if classification.rule != rule.id && !by_tie_break {
                 let why = if own_step == "fired" {
                     format!(
                         "`{}` fired but `{}` outranks it",
@@ -344,6 +661,12 @@ impl Session {
 
     /// Compiles a loaded catalogue, reusing every query result the edit did not reach.
     pub fn compile(&self, loaded: &LoadedCatalogue) -> Compilation {
-        self.compiler.compile_in(&self.db, loaded)
+        self.compiler.compile_in(&self.db, loaded, &[])
+    }
+
+    /// [`Session::compile`] for a catalogue whose loading reported `loading` (see
+    /// [`Compiler::compile_loaded`]).
+    pub fn compile_loaded(&self, loaded: &LoadedCatalogue, loading: &[Diagnostic]) -> Compilation {
+        self.compiler.compile_in(&self.db, loaded, loading)
     }
 }

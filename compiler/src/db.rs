@@ -64,16 +64,39 @@ pub fn parsed(db: &dyn Db, file: SourceInput) -> Arc<Parsed> {
     })
 }
 
-/// A pattern and the size budget it is built under.
+/// A pattern and the budgets it is built under alone.
 #[salsa::interned(debug)]
 pub struct PatternKey<'db> {
     /// The pattern text.
     #[returns(ref)]
     pub text: String,
+    /// A smaller exact budget tried first, whose attempt another stage shares (in bytes).
+    pub first: usize,
     /// The budget of an exact attempt, in bytes.
     pub budget: usize,
     /// The budget of the widened attempt, in bytes.
     pub wide_budget: usize,
+    /// Memory the determinizer may use, at most, in bytes.
+    pub determinize: usize,
+    /// Heap of the Thompson NFA, in bytes.
+    pub nfa: usize,
+}
+
+/// One attempt at a pattern's DFA alone (exact, or with bounded gaps widened), under its
+/// limits.
+#[salsa::interned(debug)]
+pub struct ExactKey<'db> {
+    /// The pattern text.
+    #[returns(ref)]
+    pub text: String,
+    /// Whether bounded repetitions are widened first.
+    pub widened: bool,
+    /// Size of the DFA, in bytes.
+    pub dfa: usize,
+    /// Memory the determinizer may use, in bytes.
+    pub determinize: usize,
+    /// Heap of the Thompson NFA, in bytes.
+    pub nfa: usize,
 }
 
 /// A group of patterns (with their widened flag) built into one DFA under a budget.
@@ -86,6 +109,8 @@ pub struct GroupKey<'db> {
     pub budget: usize,
     /// Memory the determinizer may use.
     pub determinize: usize,
+    /// Heap of the Thompson NFA, in bytes.
+    pub nfa: usize,
 }
 
 /// An analysis query: components (pattern, must match, view index), witnesses wanted, and the
@@ -99,8 +124,8 @@ pub struct QueryKey<'db> {
     pub wanted: usize,
     /// Product states the search may explore.
     pub max_states: usize,
-    /// Size budget of each component automaton.
-    pub component_budget: usize,
+    /// Budgets of each component automaton: (first exact, exact, determinize, NFA), in bytes.
+    pub component_budget: (usize, usize, usize, usize),
 }
 
 /// A pattern's text, interned.
@@ -111,13 +136,33 @@ pub struct PatternText<'db> {
     pub text: String,
 }
 
+/// A pattern's text and the nesting limit it is validated under.
+#[salsa::interned(debug)]
+pub struct PatternSource<'db> {
+    /// The pattern as written.
+    #[returns(ref)]
+    pub text: String,
+    /// The nesting limit.
+    pub nest_limit: u32,
+}
+
 /// Validating and lowering a pattern, tracked.
 #[salsa::tracked(returns(ref))]
 pub fn lowered_pattern<'db>(
     db: &'db dyn Db,
-    pattern: PatternText<'db>,
+    pattern: PatternSource<'db>,
 ) -> Result<crate::pattern::LoweredPattern, Vec<crate::pattern::PatternProblem>> {
-    crate::pattern::lower(pattern.text(db))
+    crate::pattern::lower_with(pattern.text(db), *pattern.nest_limit(db))
+}
+
+/// A validated pattern's syntax tree, tracked: the lowering, its groups and the analysis
+/// parse the same patterns.
+#[salsa::tracked(returns(ref))]
+pub fn pattern_hir<'db>(
+    db: &'db dyn Db,
+    pattern: PatternText<'db>,
+) -> Result<Arc<regex_syntax::hir::Hir>, String> {
+    crate::pattern::parse_hir(pattern.text(db)).map(Arc::new)
 }
 
 /// A pattern's required words (for the prefilter and the overlap pre-filter), tracked.

@@ -116,6 +116,9 @@ pub struct TextMatcher {
     pub view: TextView,
     /// What it tests.
     pub kind: MatcherKind,
+    /// Where its pattern or literal is written (in the file of its rule), for diagnostics of
+    /// later stages such as an automaton that exceeds its budget.
+    pub span: Span,
 }
 
 /// What a text matcher tests.
@@ -169,6 +172,8 @@ pub enum RemediationSpec {
         group: u32,
         /// The view.
         view: TextView,
+        /// Where the pattern is written (in the file of its rule).
+        span: Span,
     },
 }
 

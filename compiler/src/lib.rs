@@ -26,6 +26,6 @@ mod suggest;
 pub mod synthetic;
 
 pub use analysis::AnalysisBudget;
-pub use check::{Checked, LowerFn, MAX_EXCERPT_BYTES, MAX_RANK, check, check_with};
+pub use check::{Checked, LowerFn, MAX_EXCERPT_BYTES, MAX_RANK, check, check_with, check_within};
 pub use compile::{Compilation, Compiler, Session, example_evidence, manifest_hash};
 pub use lower::Budget;

@@ -182,10 +182,7 @@ pub fn touches_introduced_words(requirement: &Requirement) -> bool {
 
 /// The requirement of a pattern (in lowered syntax).
 pub fn pattern_requirement(pattern: &str) -> Option<Requirement> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .ok()?;
+    let hir = crate::pattern::parse_hir(pattern).ok()?;
     requirement(&hir)
 }
 

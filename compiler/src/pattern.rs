@@ -11,8 +11,37 @@ use std::ops::Range;
 
 use regex_syntax::ast::{self, Ast};
 
-/// Nesting limit for regex syntax: deeper patterns are rejected, not overflowed.
+/// Default nesting limit for regex syntax: deeper patterns are rejected (FL0027), not
+/// overflowed. Configurable through [`crate::Budget::nest_limit`], up to [`MAX_NEST_LIMIT`].
 pub const NEST_LIMIT: u32 = 100;
+
+/// The largest nesting limit a configuration may set: every later stage walks syntax trees
+/// recursively, and this depth stays far from the stack's end.
+pub const MAX_NEST_LIMIT: u32 = 1000;
+
+/// Nesting later stages accept when they parse a validated pattern again: the front end's limit
+/// plus room for the few groups the analysis wraps a pattern in.
+const DOWNSTREAM_NEST_LIMIT: u32 = MAX_NEST_LIMIT + 8;
+
+/// Parses a pattern that the front end validated (or wrapped) into a syntax tree.
+pub fn parse_hir(pattern: &str) -> Result<regex_syntax::hir::Hir, String> {
+    regex_syntax::ParserBuilder::new()
+        .nest_limit(DOWNSTREAM_NEST_LIMIT)
+        .build()
+        .parse(pattern)
+        .map_err(|error| error.to_string())
+}
+
+/// Compiles a pattern with the `regex` crate under a size limit (of its compiled program, in
+/// bytes; the lazy DFA cache gets the runtime's limit), the way the runtime compiles exact and
+/// capture regexes when a bundle loads.
+pub fn regex(pattern: &str, size_limit: usize) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(size_limit)
+        .dfa_size_limit(faultline_runtime::bundle::REGEX_DFA_SIZE_LIMIT)
+        .nest_limit(DOWNSTREAM_NEST_LIMIT)
+        .build()
+}
 
 /// A problem with a pattern, located by byte range in the pattern text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,9 +210,9 @@ fn span_range(span: &ast::Span) -> Range<usize> {
     span.start.offset..span.end.offset
 }
 
-fn translate(pattern: &str) -> Result<regex_syntax::hir::Hir, PatternProblem> {
+fn translate(pattern: &str, nest_limit: u32) -> Result<regex_syntax::hir::Hir, PatternProblem> {
     regex_syntax::ParserBuilder::new()
-        .nest_limit(NEST_LIMIT)
+        .nest_limit(nest_limit)
         .build()
         .parse(pattern)
         .map_err(|error| match error {
@@ -202,10 +231,17 @@ fn translate(pattern: &str) -> Result<regex_syntax::hir::Hir, PatternProblem> {
         })
 }
 
-/// Validates a pattern and lowers it to faultline's regex semantics.
+/// Validates a pattern and lowers it to faultline's regex semantics, under the default nesting
+/// limit.
 pub fn lower(pattern: &str) -> Result<LoweredPattern, Vec<PatternProblem>> {
+    lower_with(pattern, NEST_LIMIT)
+}
+
+/// [`lower`] under a nesting limit (clamped to [`MAX_NEST_LIMIT`]).
+pub fn lower_with(pattern: &str, nest_limit: u32) -> Result<LoweredPattern, Vec<PatternProblem>> {
+    let nest_limit = nest_limit.min(MAX_NEST_LIMIT);
     let parsed = ast::parse::ParserBuilder::new()
-        .nest_limit(NEST_LIMIT)
+        .nest_limit(nest_limit)
         .build()
         .parse(pattern)
         .map_err(|error| {
@@ -215,7 +251,7 @@ pub fn lower(pattern: &str) -> Result<LoweredPattern, Vec<PatternProblem>> {
             }]
         })?;
     // Translating the pattern as written reports translation errors at their exact place.
-    translate(pattern).map_err(|problem| vec![problem])?;
+    translate(pattern, nest_limit).map_err(|problem| vec![problem])?;
     let mut lowering = Lowering {
         replacements: Vec::new(),
         problems: Vec::new(),
@@ -233,7 +269,8 @@ pub fn lower(pattern: &str) -> Result<LoweredPattern, Vec<PatternProblem>> {
             lowered.replace_range(range.clone(), replacement);
         }
     }
-    let hir = translate(&lowered).map_err(|problem| match problem {
+    // The rewrite adds one group per boundary: parse it with room for that.
+    let hir = translate(&lowered, DOWNSTREAM_NEST_LIMIT).map_err(|problem| match problem {
         // The rewrite cannot introduce an error the original did not have; if it ever does,
         // blame the whole pattern rather than an offset in text the author never wrote.
         PatternProblem::Invalid { message, .. } => vec![PatternProblem::Invalid {

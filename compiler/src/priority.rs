@@ -6,7 +6,7 @@
 //! precedes are *unordered*: the collision analysis must prove they cannot fire on the same
 //! evidence with different outcomes. A cycle of relations is an error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use faultline_dsl::{Code, Diagnostic};
 
@@ -24,16 +24,160 @@ pub enum Edge {
 }
 
 /// The effective order of a catalogue.
+///
+/// Precedence is kept in linear space: ranks order every ranked rule of a tier against every
+/// other with a different rank, so they are a chain of rank groups, not edges between all
+/// pairs; `before`/`after` relations are few. A rule's label says which rank groups of its tier
+/// it precedes (all groups after the first one it reaches) and which relation targets it
+/// reaches; together they answer "does `a` precede `b`" in constant time.
 #[derive(Debug, Clone)]
 pub struct Priority {
     /// Rule indices (into `Catalogue::rules`) from highest to lowest priority.
     pub order: Vec<usize>,
     /// Position of each rule in `order`.
     pub position: Vec<usize>,
-    /// Direct in-tier edges `(a, b) → why a precedes b`.
-    edges: BTreeMap<(usize, usize), Edge>,
-    /// Transitive in-tier precedence: bit `b` of row `a` when `a` precedes `b`.
-    reach: Vec<Bits>,
+    /// The precedence graph.
+    graph: Graph,
+    /// Per rule: the first rank-group gap of its tier it reaches (it precedes every ranked rule
+    /// of a later group).
+    chain: Vec<Option<usize>>,
+    /// Per rule: the first gap node of its tier, when its tier has gaps.
+    chain_base: Vec<Option<usize>>,
+    /// Per rule: the relation targets it precedes, as bits over `graph.target_column`.
+    targets: Vec<Bits>,
+    /// Per rule: whether it lies on a cycle of relations (its relations were ignored).
+    on_cycle: Vec<bool>,
+}
+
+/// The precedence graph: one node per rule, then per tier one node per gap between
+/// consecutive rank groups (gap `j` follows group `j` and precedes group `j + 1`).
+#[derive(Debug, Clone, Default)]
+struct Graph {
+    rules: usize,
+    /// Per ranked rule: (its tier's first gap node, its rank group, the tier's gap count).
+    rank_group: Vec<Option<(usize, usize, usize)>>,
+    /// Per gap node: (tier's first gap node, gap index, gaps in the tier).
+    gaps: Vec<(usize, usize, usize)>,
+    /// Per gap node: the rules of the group after it.
+    gap_members: Vec<Vec<usize>>,
+    /// Ranks per rule (for explanations).
+    ranks: Vec<Option<i64>>,
+    /// Relation edges `(a, b) → why`, `a` precedes `b`.
+    relations: BTreeMap<(usize, usize), Edge>,
+    /// Relation edges kept for precedence (not on a cycle), by source.
+    kept: Vec<Vec<usize>>,
+    /// Per rule: its column among relation targets, if it is one.
+    target_column: Vec<Option<usize>>,
+}
+
+impl Graph {
+    fn node_count(&self) -> usize {
+        self.rules + self.gaps.len()
+    }
+
+    /// Successors of a node; `all_relations` includes the relations ignored on cycles.
+    fn successors(&self, node: usize, all_relations: bool, out: &mut Vec<usize>) {
+        out.clear();
+        if node < self.rules {
+            if let Some(&Some((base, group, gaps))) = self.rank_group.get(node)
+                && group < gaps
+            {
+                out.push(base + group + self.rules);
+            }
+            if all_relations {
+                out.extend(
+                    self.relations
+                        .range((node, 0)..=(node, usize::MAX))
+                        .map(|(&(_, b), _)| b),
+                );
+            } else if let Some(kept) = self.kept.get(node) {
+                out.extend(kept);
+            }
+        } else {
+            let gap = node - self.rules;
+            if let Some(&(base, index, count)) = self.gaps.get(gap)
+                && index + 1 < count
+            {
+                out.push(base + index + 1 + self.rules);
+            }
+            if let Some(members) = self.gap_members.get(gap) {
+                out.extend(members);
+            }
+        }
+    }
+
+    /// A shortest path of precedence from rule `from` to rule `to` (to itself: a cycle), as
+    /// steps between rules: a relation, or a rank step from one rank group to the next.
+    /// Breadth-first over rules, successors in index order: the explanation the closure over
+    /// explicit edges gave. The rules of a group share their rank successors, so a group's are
+    /// looked at once.
+    fn path(&self, from: usize, to: usize, all_relations: bool) -> Vec<(usize, usize, Edge)> {
+        let mut previous: Vec<Option<usize>> = vec![None; self.rules];
+        let mut expanded = vec![false; self.gaps.len()];
+        let mut queue = std::collections::VecDeque::from([from]);
+        let mut found = false;
+        let mut successors: Vec<usize> = Vec::new();
+        'search: while let Some(current) = queue.pop_front() {
+            successors.clear();
+            if all_relations {
+                successors.extend(
+                    self.relations
+                        .range((current, 0)..=(current, usize::MAX))
+                        .map(|(&(_, b), _)| b),
+                );
+            } else if let Some(kept) = self.kept.get(current) {
+                successors.extend(kept);
+            }
+            if let Some(&Some((base, group, gaps))) = self.rank_group.get(current)
+                && group < gaps
+                && let Some(done) = expanded.get_mut(base + group)
+                && !*done
+            {
+                *done = true;
+                successors.extend(self.gap_members.get(base + group).into_iter().flatten());
+            }
+            successors.sort_unstable();
+            successors.dedup();
+            for &next in &successors {
+                if next == to {
+                    if let Some(slot) = previous.get_mut(to) {
+                        *slot = Some(current);
+                    }
+                    found = true;
+                    break 'search;
+                }
+                if next != from
+                    && let Some(slot) = previous.get_mut(next)
+                    && slot.is_none()
+                {
+                    *slot = Some(current);
+                    queue.push_back(next);
+                }
+            }
+        }
+        if !found {
+            return Vec::new();
+        }
+        let mut steps = Vec::new();
+        let mut at = to;
+        while let Some(Some(before)) = previous.get(at).copied() {
+            let edge = self
+                .relations
+                .get(&(before, at))
+                .cloned()
+                .unwrap_or_else(|| {
+                    let rank = |i: usize| self.ranks.get(i).copied().flatten().unwrap_or_default();
+                    Edge::Rank(rank(before), rank(at))
+                });
+            steps.push((before, at, edge));
+            at = before;
+            if at == from || steps.len() > self.rules {
+                break;
+            }
+        }
+        steps.reverse();
+        steps
+    }
 }
 
 /// How two rules are ordered.
@@ -65,8 +209,42 @@ impl Priority {
         same_tier && !self.reaches(a, b) && !self.reaches(b, a)
     }
 
-    fn reaches(&self, a: usize, b: usize) -> bool {
-        self.reach.get(a).is_some_and(|row| row.get(b))
+    /// Whether the rule lies on a cycle of `before`/`after` relations (FL0101): its relations
+    /// are ignored, so its place in the order is not what its author meant.
+    pub fn on_cycle(&self, rule: usize) -> bool {
+        self.on_cycle.get(rule).copied().unwrap_or(false)
+    }
+
+    /// Whether `a` precedes `b` through ranks and relations (inside one tier).
+    pub fn reaches(&self, a: usize, b: usize) -> bool {
+        if a == b {
+            return false;
+        }
+        let by_rank = match (
+            self.graph.rank_group.get(b).copied().flatten(),
+            self.chain.get(a).copied().flatten(),
+            self.graph.rank_group.get(a).copied().flatten(),
+        ) {
+            (Some((base_b, group_b, _)), Some(gap), _) => {
+                // `a`'s chain lies in its own tier: compare gaps of the same tier only.
+                let tier_of_a = self.tier_base(a);
+                tier_of_a == Some(base_b) && gap < group_b
+            }
+            _ => false,
+        };
+        by_rank
+            || self
+                .graph
+                .target_column
+                .get(b)
+                .copied()
+                .flatten()
+                .is_some_and(|column| self.targets.get(a).is_some_and(|row| row.get(column)))
+    }
+
+    /// The first gap node of the tier whose chain `rule` reaches, if any.
+    fn tier_base(&self, rule: usize) -> Option<usize> {
+        self.chain_base.get(rule).copied().flatten()
     }
 
     /// Explains how `a` and `b` are ordered, from `a`'s point of view.
@@ -94,126 +272,237 @@ impl Priority {
         } else {
             return Comparison::Unordered;
         };
-        // Breadth-first over direct edges gives the shortest explanation.
-        let mut previous: BTreeMap<usize, usize> = BTreeMap::new();
-        let mut queue = std::collections::VecDeque::from([from]);
-        while let Some(current) = queue.pop_front() {
-            if current == to {
-                break;
-            }
-            for (&(x, y), _) in self.edges.range((current, 0)..=(current, usize::MAX)) {
-                debug_assert_eq!(x, current);
-                if y != from && !previous.contains_key(&y) {
-                    previous.insert(y, current);
-                    queue.push_back(y);
-                }
-            }
-        }
-        let mut chain = Vec::new();
-        let mut at = to;
-        while let Some(&before) = previous.get(&at) {
-            if let Some(edge) = self.edges.get(&(before, at)) {
-                chain.push((before, at, edge.clone()));
-            }
-            at = before;
-        }
-        chain.reverse();
-        Comparison::Chain(chain)
+        // Breadth-first over the precedence graph gives the shortest explanation.
+        Comparison::Chain(self.graph.path(from, to, false))
     }
 }
 
-/// Computes the effective order; a cycle of relations is a diagnostic, and the rules on it are
-/// then ordered by rank and id so that later stages still run.
+/// Computes the effective order; a cycle of relations is a diagnostic, and the relations on it
+/// are then ignored in favour of rank and id so that later stages still run.
 pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
     let count = catalogue.rules.len();
-    let index: BTreeMap<&str, usize> = catalogue
+    let index: HashMap<&str, usize> = catalogue
         .rules
         .iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), i))
         .collect();
-    let mut edges: BTreeMap<(usize, usize), Edge> = BTreeMap::new();
-    let mut diagnostics = Vec::new();
+    let mut relations: BTreeMap<(usize, usize), Edge> = BTreeMap::new();
     for (a, rule) in catalogue.rules.iter().enumerate() {
         for other in &rule.before {
             if let Some(&b) = index.get(other.as_str()) {
-                edges.insert((a, b), Edge::Before);
+                relations.insert((a, b), Edge::Before);
             }
         }
         for other in &rule.after {
             if let Some(&b) = index.get(other.as_str()) {
-                edges.entry((b, a)).or_insert(Edge::After);
+                relations.entry((b, a)).or_insert(Edge::After);
             }
         }
     }
-    // Rank edges: only between ranked rules of one tier, and only between neighbours in rank
-    // order (the rest follows transitively).
+    // Rank groups per tier: the ranked rules of a tier, by distinct rank.
     let mut by_tier: BTreeMap<usize, Vec<(i64, usize)>> = BTreeMap::new();
     for (i, rule) in catalogue.rules.iter().enumerate() {
         if let Some(rank) = rule.rank {
             by_tier.entry(rule.tier).or_default().push((rank, i));
         }
     }
+    let mut graph = Graph {
+        rules: count,
+        rank_group: vec![None; count],
+        ranks: catalogue.rules.iter().map(|r| r.rank).collect(),
+        ..Graph::default()
+    };
+    let mut chain_base = vec![None; count];
     for ranked in by_tier.values_mut() {
         ranked.sort_unstable();
-        let mut groups: Vec<Vec<(i64, usize)>> = Vec::new();
-        for entry in ranked.iter() {
-            match groups.last_mut() {
-                Some(group) if group.first().map(|g| g.0) == Some(entry.0) => group.push(*entry),
-                _ => groups.push(vec![*entry]),
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut last_rank = None;
+        for &(rank, rule) in ranked.iter() {
+            if last_rank != Some(rank) {
+                groups.push(Vec::new());
+                last_rank = Some(rank);
+            }
+            if let Some(group) = groups.last_mut() {
+                group.push(rule);
             }
         }
-        for pair in groups.windows(2) {
-            let [higher, lower] = pair else { continue };
-            for &(rank_a, a) in higher {
-                for &(rank_b, b) in lower {
-                    edges.entry((a, b)).or_insert(Edge::Rank(rank_a, rank_b));
+        let base = graph.gaps.len();
+        let gaps = groups.len().saturating_sub(1);
+        for (group_index, members) in groups.iter().enumerate() {
+            for &rule in members {
+                if let Some(slot) = graph.rank_group.get_mut(rule) {
+                    *slot = Some((base, group_index, gaps));
+                }
+            }
+            if group_index > 0 {
+                graph.gaps.push((base, group_index - 1, gaps));
+                graph.gap_members.push(members.clone());
+            }
+        }
+    }
+    // Every rule of a tier with gaps can reach them only through its tier's chain.
+    for (i, rule) in catalogue.rules.iter().enumerate() {
+        let base = by_tier
+            .get(&rule.tier)
+            .and_then(|ranked| ranked.first())
+            .and_then(|&(_, first)| graph.rank_group.get(first).copied().flatten())
+            .filter(|&(_, _, gaps)| gaps > 0)
+            .map(|(base, _, _)| base);
+        if let Some(slot) = chain_base.get_mut(i) {
+            *slot = base;
+        }
+    }
+    graph.relations = relations;
+    // Cycles: strongly connected components over every edge.
+    let components = strongly_connected(&graph);
+    let mut on_cycle = vec![false; count];
+    for component in &components {
+        let cyclic = match component.as_slice() {
+            [single] => graph.relations.contains_key(&(*single, *single)),
+            _ => true,
+        };
+        if cyclic {
+            for &node in component {
+                if let Some(slot) = on_cycle.get_mut(node) {
+                    *slot = true;
                 }
             }
         }
     }
-    let mut reach = vec![Bits::new(count); count];
-    for &(a, b) in edges.keys() {
-        if let Some(row) = reach.get_mut(a) {
-            row.set(b);
-        }
-    }
-    // Transitive closure (Warshall over bit rows): catalogues have hundreds to thousands of
-    // rules, so rows are OR-ed 64 rules at a time.
-    for k in 0..count {
-        let row_k = reach.get(k).cloned().unwrap_or_else(|| Bits::new(count));
-        for row in reach.iter_mut() {
-            if row.get(k) {
-                row.or(&row_k);
+    let component_of = {
+        let mut of = vec![usize::MAX; graph.node_count()];
+        for (c, component) in components.iter().enumerate() {
+            for &node in component {
+                if let Some(slot) = of.get_mut(node) {
+                    *slot = c;
+                }
             }
         }
-    }
+        of
+    };
+    let mut diagnostics = Vec::new();
     let mut reported = vec![false; count];
     for start in 0..count {
-        let on_cycle = reach.get(start).is_some_and(|row| row.get(start));
-        if on_cycle && !reported.get(start).copied().unwrap_or(true) {
-            let cycle = find_cycle(&edges, start);
+        if on_cycle.get(start).copied().unwrap_or(false)
+            && !reported.get(start).copied().unwrap_or(true)
+        {
+            let cycle = graph.path(start, start, true);
             for &(a, _, _) in &cycle {
                 if let Some(slot) = reported.get_mut(a) {
                     *slot = true;
                 }
             }
+            if let Some(slot) = reported.get_mut(start) {
+                *slot = true;
+            }
             diagnostics.push(cycle_diagnostic(catalogue, &cycle));
         }
     }
-    // Break cycles for the order itself: a rule never precedes itself, and on a cycle the
-    // relations are ignored in favour of rank and id.
-    for (a, row) in reach.iter_mut().enumerate() {
-        if row.get(a) {
-            *row = Bits::new(count);
+    // Relations inside a cycle's component are ignored; what remains is acyclic (a cycle needs a
+    // relation: ranks only ever lead to later groups).
+    graph.kept = vec![Vec::new(); count];
+    for &(a, b) in graph.relations.keys() {
+        let same =
+            component_of.get(a) == component_of.get(b) && on_cycle.get(a).copied().unwrap_or(false);
+        if !same && let Some(kept) = graph.kept.get_mut(a) {
+            kept.push(b);
+        }
+    }
+    let mut columns = 0;
+    graph.target_column = vec![None; count];
+    for kept in &graph.kept {
+        for &b in kept {
+            if let Some(slot) = graph.target_column.get_mut(b)
+                && slot.is_none()
+            {
+                *slot = Some(columns);
+                columns += 1;
+            }
+        }
+    }
+    // Labels, successors first: components come out of Tarjan's algorithm in reverse
+    // topological order, and with cycles' relations ignored every component is one node.
+    let nodes = graph.node_count();
+    let mut chain: Vec<Option<usize>> = vec![None; nodes];
+    let mut targets: Vec<Bits> = vec![Bits::new(columns); nodes];
+    let mut successors = Vec::new();
+    for node in topological_reverse(&graph) {
+        let mut best: Option<usize> = if node >= count {
+            graph.gaps.get(node - count).map(|&(_, index, _)| index)
+        } else {
+            None
+        };
+        let mut reached = Bits::new(columns);
+        graph.successors(node, false, &mut successors);
+        for &next in &successors {
+            if let Some(Some(found)) = chain.get(next) {
+                best = Some(best.map_or(*found, |b| b.min(*found)));
+            }
+            if let Some(row) = targets.get(next) {
+                reached.or(row);
+            }
+            if let Some(Some(column)) = graph.target_column.get(next) {
+                reached.set(*column);
+            }
+        }
+        if let Some(slot) = chain.get_mut(node) {
+            *slot = best;
+        }
+        if let Some(slot) = targets.get_mut(node) {
+            *slot = reached;
+        }
+    }
+    chain.truncate(count);
+    targets.truncate(count);
+    let mut priority = Priority {
+        order: Vec::new(),
+        position: Vec::new(),
+        graph,
+        chain,
+        chain_base,
+        targets,
+        on_cycle,
+    };
+    // Predecessor counts: per tier, how many rules reach each gap (prefix sums), plus the
+    // rules reaching a relation target.
+    let mut reaching_gap: Vec<usize> = vec![0; priority.graph.gaps.len()];
+    for (rule, found) in priority.chain.iter().enumerate() {
+        if let (Some(gap), Some(base)) = (found, priority.chain_base.get(rule).copied().flatten())
+            && let Some(slot) = reaching_gap.get_mut(base + gap)
+        {
+            *slot += 1;
         }
     }
     let mut predecessors = vec![0usize; count];
-    for row in &reach {
-        for (i, slot) in predecessors.iter_mut().enumerate() {
-            if row.get(i) {
-                *slot += 1;
-            }
+    for (rule, slot) in predecessors.iter_mut().enumerate() {
+        let by_rank = match priority.graph.rank_group.get(rule).copied().flatten() {
+            // Rules reaching any gap before its group.
+            Some((base, group, _)) => (0..group)
+                .filter_map(|gap| reaching_gap.get(base + gap))
+                .sum::<usize>(),
+            None => 0,
+        };
+        *slot = by_rank;
+    }
+    for (b, column) in priority.graph.target_column.clone().iter().enumerate() {
+        if column.is_none() {
+            continue;
+        }
+        let group_b = priority.graph.rank_group.get(b).copied().flatten();
+        let extra = (0..count)
+            .filter(|&x| {
+                let by_rank = match (group_b, priority.chain.get(x).copied().flatten()) {
+                    (Some((base, group, _)), Some(gap)) => {
+                        priority.chain_base.get(x).copied().flatten() == Some(base) && gap < group
+                    }
+                    _ => false,
+                };
+                !by_rank && priority.reaches(x, b)
+            })
+            .count();
+        if let Some(slot) = predecessors.get_mut(b) {
+            *slot += extra;
         }
     }
     let precedence_count = |i: usize| predecessors.get(i).copied().unwrap_or(0);
@@ -235,46 +524,122 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
             *slot = at;
         }
     }
-    (
-        Priority {
-            order,
-            position,
-            edges,
-            reach,
-        },
-        diagnostics,
-    )
+    priority.order = order;
+    priority.position = position;
+    (priority, diagnostics)
 }
 
-fn find_cycle(edges: &BTreeMap<(usize, usize), Edge>, start: usize) -> Vec<(usize, usize, Edge)> {
-    // Breadth-first from `start` back to `start` gives a shortest cycle.
-    let mut previous: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut queue = std::collections::VecDeque::from([start]);
-    'search: while let Some(current) = queue.pop_front() {
-        for (&(_, next), _) in edges.range((current, 0)..=(current, usize::MAX)) {
-            if next == start {
-                previous.insert(start, current);
-                break 'search;
+/// Strongly connected components of the precedence graph (every edge), in reverse topological
+/// order (Tarjan's algorithm, with an explicit stack).
+fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
+    let nodes = graph.node_count();
+    let mut index = vec![usize::MAX; nodes];
+    let mut low = vec![0usize; nodes];
+    let mut on_stack = vec![false; nodes];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut components = Vec::new();
+    let mut next_index = 0;
+    let mut successors = Vec::new();
+    for root in 0..nodes {
+        if index.get(root).copied() != Some(usize::MAX) {
+            continue;
+        }
+        // Frames: (node, its successors, next successor to visit).
+        let mut frames: Vec<(usize, Vec<usize>, usize)> = Vec::new();
+        graph.successors(root, true, &mut successors);
+        frames.push((root, successors.clone(), 0));
+        if let (Some(i), Some(l)) = (index.get_mut(root), low.get_mut(root)) {
+            *i = next_index;
+            *l = next_index;
+        }
+        next_index += 1;
+        stack.push(root);
+        if let Some(slot) = on_stack.get_mut(root) {
+            *slot = true;
+        }
+        while let Some((node, node_successors, cursor)) = frames.last_mut() {
+            let node = *node;
+            if let Some(&next) = node_successors.get(*cursor) {
+                *cursor += 1;
+                if index.get(next).copied() == Some(usize::MAX) {
+                    if let (Some(i), Some(l)) = (index.get_mut(next), low.get_mut(next)) {
+                        *i = next_index;
+                        *l = next_index;
+                    }
+                    next_index += 1;
+                    stack.push(next);
+                    if let Some(slot) = on_stack.get_mut(next) {
+                        *slot = true;
+                    }
+                    graph.successors(next, true, &mut successors);
+                    frames.push((next, successors.clone(), 0));
+                } else if on_stack.get(next).copied().unwrap_or(false) {
+                    let next_index_value = index.get(next).copied().unwrap_or(usize::MAX);
+                    if let Some(l) = low.get_mut(node) {
+                        *l = (*l).min(next_index_value);
+                    }
+                }
+                continue;
             }
-            if let std::collections::btree_map::Entry::Vacant(slot) = previous.entry(next) {
-                slot.insert(current);
-                queue.push_back(next);
+            frames.pop();
+            let node_low = low.get(node).copied().unwrap_or(0);
+            if let Some((parent, _, _)) = frames.last()
+                && let Some(l) = low.get_mut(*parent)
+            {
+                *l = (*l).min(node_low);
+            }
+            if Some(node_low) == index.get(node).copied() {
+                let mut component = Vec::new();
+                while let Some(member) = stack.pop() {
+                    if let Some(slot) = on_stack.get_mut(member) {
+                        *slot = false;
+                    }
+                    component.push(member);
+                    if member == node {
+                        break;
+                    }
+                }
+                components.push(component);
             }
         }
     }
-    let mut cycle = Vec::new();
-    let mut at = start;
-    while let Some(&before) = previous.get(&at) {
-        if let Some(edge) = edges.get(&(before, at)) {
-            cycle.push((before, at, edge.clone()));
+    components
+}
+
+/// The nodes of the precedence graph without the relations ignored on cycles, successors
+/// before predecessors.
+fn topological_reverse(graph: &Graph) -> Vec<usize> {
+    let nodes = graph.node_count();
+    let mut done = vec![false; nodes];
+    let mut out = Vec::with_capacity(nodes);
+    let mut successors = Vec::new();
+    for root in 0..nodes {
+        if done.get(root).copied().unwrap_or(true) {
+            continue;
         }
-        at = before;
-        if at == start {
-            break;
+        // Depth-first, post-order, with an explicit stack; `done` marks nodes once entered.
+        if let Some(slot) = done.get_mut(root) {
+            *slot = true;
+        }
+        graph.successors(root, false, &mut successors);
+        let mut frames: Vec<(usize, Vec<usize>, usize)> = vec![(root, successors.clone(), 0)];
+        while let Some((node, node_successors, cursor)) = frames.last_mut() {
+            if let Some(&next) = node_successors.get(*cursor) {
+                *cursor += 1;
+                if !done.get(next).copied().unwrap_or(true) {
+                    if let Some(slot) = done.get_mut(next) {
+                        *slot = true;
+                    }
+                    graph.successors(next, false, &mut successors);
+                    frames.push((next, successors.clone(), 0));
+                }
+                continue;
+            }
+            out.push(*node);
+            frames.pop();
         }
     }
-    cycle.reverse();
-    cycle
+    out
 }
 
 fn describe_edge(catalogue: &Catalogue, a: usize, b: usize, edge: &Edge) -> String {
@@ -402,7 +767,7 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
             )
         }
         Comparison::Unordered => format!(
-            "`{}` and `{}` are unordered: same tier, and neither ranks nor relations order them; the collision check proves they cannot both fire with different outcomes",
+            "`{}` and `{}` are unordered: same tier, and neither ranks nor relations order them (`faultline check` requires that they cannot both fire with different outcomes)",
             name(a),
             name(b)
         ),
@@ -434,5 +799,165 @@ impl Bits {
         for (word, other) in self.0.iter_mut().zip(&other.0) {
             *word |= other;
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::needless_range_loop,
+    reason = "the reference closure is the textbook triple loop over indices"
+)]
+mod tests {
+    use super::*;
+    use crate::ir::{Origin, RuleDef};
+    use faultline_dsl::{SourceFile, Span};
+    use proptest::prelude::*;
+
+    /// A rule of a test catalogue: tier, rank, `before` targets (indices).
+    type Shape = (usize, Option<i64>, Vec<usize>);
+
+    fn catalogue(shapes: &[Shape]) -> Catalogue {
+        let file = SourceFile::new("test.rules", "");
+        let rules = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, (tier, rank, before))| RuleDef {
+                id: format!("rule.r{i}"),
+                doc: String::new(),
+                code: "c".to_owned(),
+                confidence: faultline_runtime::Confidence::High,
+                scope: faultline_runtime::Scope::Session,
+                tier: *tier,
+                rank: *rank,
+                before: before
+                    .iter()
+                    .filter(|&&b| b < shapes.len() && shapes[b].0 == *tier)
+                    .map(|b| format!("rule.r{b}"))
+                    .collect(),
+                after: Vec::new(),
+                guards: crate::ir::Guards::default(),
+                matchers: Vec::new(),
+                vetoes: Vec::new(),
+                timing: Vec::new(),
+                remediation: None,
+                excerpt: None,
+                examples: Vec::new(),
+                counterexamples: Vec::new(),
+                origin: Origin {
+                    file: std::sync::Arc::clone(&file),
+                    span: Span::new(0, 0),
+                },
+            })
+            .collect();
+        Catalogue {
+            name: "test".to_owned(),
+            version: "test.v1".to_owned(),
+            tiers: vec!["a".to_owned(), "b".to_owned()],
+            providers: Vec::new(),
+            codes: Vec::new(),
+            rules,
+        }
+    }
+
+    /// The closure the linear-space labels replace: every edge between ranked rules of
+    /// neighbouring rank groups and every relation, closed with Warshall's algorithm.
+    fn naive_closure(catalogue: &Catalogue) -> Vec<Vec<bool>> {
+        let n = catalogue.rules.len();
+        let mut reach = vec![vec![false; n]; n];
+        let index = |id: &str| catalogue.rules.iter().position(|r| r.id == id);
+        for (a, rule) in catalogue.rules.iter().enumerate() {
+            for other in &rule.before {
+                if let Some(b) = index(other) {
+                    reach[a][b] = true;
+                }
+            }
+            for (b, other) in catalogue.rules.iter().enumerate() {
+                if let (Some(x), Some(y)) = (rule.rank, other.rank)
+                    && rule.tier == other.tier
+                    && x < y
+                {
+                    reach[a][b] = true;
+                }
+            }
+        }
+        for k in 0..n {
+            for a in 0..n {
+                if reach[a][k] {
+                    for b in 0..n {
+                        if reach[k][b] {
+                            reach[a][b] = true;
+                        }
+                    }
+                }
+            }
+        }
+        reach
+    }
+
+    fn shapes() -> impl Strategy<Value = Vec<Shape>> {
+        prop::collection::vec(
+            (
+                0..2usize,
+                prop::option::of(0..4i64),
+                prop::collection::vec(0..12usize, 0..2),
+            ),
+            1..12,
+        )
+    }
+
+    proptest! {
+        /// Precedence agrees with the full closure, the order is the one the closure's
+        /// predecessor counts give, and a cycle is reported exactly when the closure has one.
+        #[test]
+        fn labels_agree_with_the_full_closure(shapes in shapes()) {
+            let catalogue = catalogue(&shapes);
+            let (priority, cycles) = order(&catalogue);
+            let reach = naive_closure(&catalogue);
+            let n = catalogue.rules.len();
+            let cyclic = (0..n).any(|a| reach[a][a]);
+            prop_assert_eq!(cyclic, !cycles.is_empty());
+            if !cyclic {
+                for a in 0..n {
+                    for b in 0..n {
+                        prop_assert_eq!(priority.reaches(a, b), reach[a][b], "{} {}", a, b);
+                    }
+                }
+                let predecessors = |i: usize| (0..n).filter(|&x| reach[x][i]).count();
+                let mut expected: Vec<usize> = (0..n).collect();
+                expected.sort_by_key(|&i| {
+                    let rule = &catalogue.rules[i];
+                    (rule.tier, predecessors(i), rule.rank.unwrap_or(i64::MAX), rule.id.clone())
+                });
+                prop_assert_eq!(&priority.order, &expected);
+            }
+            // Whatever the relations, the order respects every precedence it keeps.
+            for a in 0..n {
+                for b in 0..n {
+                    if priority.reaches(a, b) {
+                        prop_assert!(priority.precedes(a, b), "{} before {}", a, b);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_chain_explanation_names_each_step() {
+        let catalogue = catalogue(&[
+            (0, Some(1), vec![]),
+            (0, Some(2), vec![]),
+            (0, Some(3), vec![3]),
+            (0, None, vec![]),
+        ]);
+        let (priority, cycles) = order(&catalogue);
+        assert!(cycles.is_empty());
+        assert_eq!(
+            explain(&catalogue, &priority, 0, 3),
+            "`rule.r0` wins over `rule.r3`: `rule.r0` (rank 1) precedes `rule.r1` (rank 2), and `rule.r1` (rank 2) precedes `rule.r2` (rank 3), and `rule.r2` is declared `before rule.r3`"
+        );
+        assert_eq!(
+            explain(&catalogue, &priority, 1, 0),
+            "`rule.r0` wins over `rule.r1`: same tier `a`, and rank 1 is lower than rank 2"
+        );
     }
 }

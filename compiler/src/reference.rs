@@ -1,10 +1,11 @@
 //! The reference interpreter: the simplest possible evaluation of a checked catalogue, the way
 //! the reference system classifies — every rule a `regex::Regex`, tried one after another in
-//! effective priority order. It shares nothing with the compiled path but the redaction tiers
-//! and the effective order, and exists to be compared with it: the compiled bundle must agree
-//! with it on every input.
+//! effective priority order. It shares nothing with the compiled path but the text views (the
+//! bounded tail and its redaction), the refusal of credential-shaped captures and the effective
+//! order, and exists to be compared with it: the compiled bundle must agree with it on every
+//! input.
 
-use faultline_runtime::{Evidence, EvidenceField, TextView, sanitize};
+use faultline_runtime::{Evidence, EvidenceField, TextView, TextViews, sanitize};
 use regex::Regex;
 
 use crate::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
@@ -16,13 +17,18 @@ pub struct Reference {
     rules: Vec<(RuleDef, Vec<Option<Regex>>, Option<Regex>)>,
 }
 
+/// Compiles a regex under the runtime's limits: the reference is as bounded as the bundle.
+fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    crate::pattern::regex(pattern, faultline_runtime::bundle::REGEX_SIZE_LIMIT)
+}
+
 fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
     match &matcher.kind {
-        MatcherKind::Regex { lowered, .. } => Regex::new(lowered).map(Some),
+        MatcherKind::Regex { lowered, .. } => compile(lowered).map(Some),
         MatcherKind::Contains {
             literal,
             ignore_case,
-        } => Regex::new(&format!(
+        } => compile(&format!(
             "{}{}",
             if *ignore_case { "(?i)" } else { "" },
             regex::escape(literal)
@@ -32,7 +38,7 @@ fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
             literal,
             ignore_case,
             ..
-        } => Regex::new(&format!(
+        } => compile(&format!(
             r"{}\A{}",
             if *ignore_case { "(?i)" } else { "" },
             regex::escape(literal)
@@ -41,7 +47,7 @@ fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
         MatcherKind::Whole {
             literal,
             ignore_case,
-        } => Regex::new(&format!(
+        } => compile(&format!(
             r"{}\A{}\z",
             if *ignore_case { "(?i)" } else { "" },
             regex::escape(literal)
@@ -99,7 +105,7 @@ impl Reference {
                 .map(matcher_regex)
                 .collect::<Result<Vec<_>, _>>()?;
             let capture = match &rule.remediation {
-                Some(RemediationSpec::Capture { lowered, .. }) => Some(Regex::new(lowered)?),
+                Some(RemediationSpec::Capture { lowered, .. }) => Some(compile(lowered)?),
                 _ => None,
             };
             rules.push((rule.clone(), regexes, capture));
@@ -109,15 +115,8 @@ impl Reference {
 
     /// The id of the rule that wins on `evidence`, and its remediation capture.
     pub fn classify(&self, evidence: &Evidence) -> Option<(String, Option<String>)> {
-        let raw = evidence.raw_text();
-        let sanitized = sanitize::diagnostic(&raw);
-        let text = |view: TextView| {
-            if view == TextView::Raw {
-                raw.as_str()
-            } else {
-                sanitized.as_str()
-            }
-        };
+        let views = TextViews::new(evidence);
+        let text = |view: TextView| views.get(view);
         let holds = |matcher: &TextMatcher, regex: Option<&Regex>| -> bool {
             let view_text = text(matcher.view);
             match (&matcher.kind, regex) {
@@ -177,8 +176,10 @@ impl Reference {
                         .and_then(|c| c.get(*group as usize))
                         .map(|g| g.as_str().to_owned());
                     match value {
-                        Some(value) => return Some((rule.id.clone(), Some(value))),
-                        None => continue,
+                        Some(value) if !sanitize::holds_credential(&value) => {
+                            return Some((rule.id.clone(), Some(value)));
+                        }
+                        _ => continue,
                     }
                 }
                 _ => return Some((rule.id.clone(), None)),

@@ -254,7 +254,7 @@ diagnostic_codes! {
     /// Fix: write the literal the matcher should require, without surrounding whitespace.
     EmptyLiteral = "0031", "empty-literal", Error, "empty or untrimmed literal";
     /// A `suffix MIN..=MAX bytes` bound is out of range: MIN greater than MAX, or MAX larger than
-    /// 4096 (the bound of the sanitized excerpt; text past it is never seen).
+    /// 4096 (the excerpt bound: a `prefix` matcher describes one short message, not a log).
     ///
     /// Fix: use 0 ≤ MIN ≤ MAX ≤ 4096, e.g. `suffix 1..=256 bytes`.
     ByteBoundOutOfRange = "0032", "byte-bound-out-of-range", Error, "byte bound out of range";
@@ -339,11 +339,17 @@ diagnostic_codes! {
     ///
     /// Fix: order the two rules explicitly, or raise the budget with `--analysis-budget`.
     AnalysisBudget = "0108", "analysis-budget", Error, "analysis budget exceeded";
-    /// A pattern's deterministic automaton exceeds the size budget even alone, after bounded
-    /// gaps were widened for the automaton (and confirmed exactly at runtime).
+    /// A pattern does not fit one of the budgets that bound compiling it: its length (a
+    /// literal's too), its NFA (bounded repetitions are expanded into copies, so
+    /// `a{1000}{1000}` is a million states), the determinizer's working memory or its DFA's
+    /// size (even after bounded gaps were widened for the automaton and confirmed exactly at
+    /// runtime), or the exact regex the runtime confirms such matches with. The label is on the pattern and the message quotes the
+    /// budget in force; the rule is left out of the bundle and the other rules are still
+    /// analysed. The budgets and their defaults are listed in docs/bundle.md.
     ///
-    /// Fix: simplify the pattern (large Unicode classes and nested bounded repetitions are the
-    /// usual cause), or raise the budget.
+    /// Fix: simplify the pattern (nested or long bounded repetitions and large Unicode classes
+    /// are the usual cause), or raise the budget (`--dfa-budget` for the DFA and
+    /// determinization).
     AutomatonTooLarge = "0109", "automaton-too-large", Error, "automaton exceeds its size budget";
     /// No rule fires on every piece of evidence, so some evidence would classify as nothing.
     /// Classification must always return a result.

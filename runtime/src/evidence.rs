@@ -50,8 +50,40 @@ impl Evidence {
         }
     }
 
+    /// The length of [`Evidence::raw_text`], without building it.
+    pub(crate) fn text_len(&self) -> usize {
+        let stderr = self.stderr.as_deref().unwrap_or("");
+        let stdout = self.stdout.as_deref().unwrap_or("");
+        let join = usize::from(!stderr.is_empty() && !stdout.is_empty());
+        stderr.len() + join + stdout.len()
+    }
+
+    /// The last `keep` bytes of [`Evidence::raw_text`] (fewer when that would cut a character),
+    /// copying no more than that: borrowed when they lie in one stream.
+    pub(crate) fn text_tail(&self, keep: usize) -> std::borrow::Cow<'_, str> {
+        let tail = |text: &'_ str, keep: usize| -> usize {
+            crate::text::ceil_boundary(text, text.len().saturating_sub(keep))
+        };
+        let stderr = self.stderr.as_deref().unwrap_or("");
+        let stdout = self.stdout.as_deref().unwrap_or("");
+        match (stderr.is_empty(), stdout.is_empty()) {
+            (_, true) => std::borrow::Cow::Borrowed(stderr.get(tail(stderr, keep)..).unwrap_or("")),
+            (true, false) => {
+                std::borrow::Cow::Borrowed(stdout.get(tail(stdout, keep)..).unwrap_or(""))
+            }
+            (false, false) if stdout.len() >= keep => {
+                std::borrow::Cow::Borrowed(stdout.get(tail(stdout, keep)..).unwrap_or(""))
+            }
+            (false, false) => {
+                let from_stderr = keep - stdout.len() - 1;
+                let head = stderr.get(tail(stderr, from_stderr)..).unwrap_or("");
+                std::borrow::Cow::Owned(format!("{head}\n{stdout}"))
+            }
+        }
+    }
+
     /// The raw text rules read: standard error and standard output, joined by a line break when
-    /// both are non-empty.
+    /// both are non-empty. Rules match at most its tail ([`crate::text::TextViews`]).
     pub fn raw_text(&self) -> String {
         let stderr = self.stderr.as_deref().unwrap_or("");
         let stdout = self.stdout.as_deref().unwrap_or("");

@@ -160,7 +160,10 @@ pub(crate) fn resolve(
             },
             Err(_) => record(
                 HintSource::Structured,
-                HintOutcome::Unreadable(format!("`{text}` is not an RFC 3339 instant")),
+                HintOutcome::Unreadable(format!(
+                    "`{}` is not an RFC 3339 instant",
+                    crate::sanitize::diagnostic(text)
+                )),
             ),
         }
     }
@@ -403,10 +406,20 @@ fn zone(name: &str) -> Result<TimeZone, String> {
     let clean = name
         .split('/')
         .all(|part| !part.is_empty() && part != "." && part != "..");
+    // A name that is not a zone is arbitrary text of the evidence: it is quoted redacted, as
+    // explanations show it.
     if name != "UTC" && (!name.contains('/') || !clean || name.contains('\\') || name == "Local") {
-        return Err(format!("`{name}` is not an IANA zone name"));
+        return Err(format!(
+            "`{}` is not an IANA zone name",
+            crate::sanitize::diagnostic(name)
+        ));
     }
-    TimeZone::get(name).map_err(|_| format!("`{name}` is not a known time zone"))
+    TimeZone::get(name).map_err(|_| {
+        format!(
+            "`{}` is not a known time zone",
+            crate::sanitize::diagnostic(name)
+        )
+    })
 }
 
 fn read_resets_clock(captures: &Captures<'_>, now: Timestamp) -> Result<Timestamp, String> {

@@ -66,17 +66,12 @@ impl Run {
             .or_insert_with(|| faultline_compiler::Session::new(compiler));
         match session.load(root, &FileSystem) {
             Ok((loaded, diagnostics)) => {
-                let syntax_errors = diagnostics.iter().any(Diagnostic::is_error);
+                // Every mistake in one run: a block that does not parse is left out like a rule
+                // with errors, and the rules that checked clean are still analysed.
+                let compilation = session.compile_loaded(&loaded, &diagnostics);
                 self.diagnostics.extend(diagnostics);
-                // With syntax errors, only the front end runs: priority, automata and analysis
-                // of a partly parsed catalogue would report consequences, not causes.
-                let (diagnostics, rules) = if syntax_errors {
-                    let checked = faultline_compiler::check(&loaded);
-                    (checked.diagnostics, checked.catalogue.rules.len())
-                } else {
-                    let compilation = session.compile(&loaded);
-                    (compilation.diagnostics, compilation.catalogue.rules.len())
-                };
+                let (diagnostics, rules) =
+                    (compilation.diagnostics, compilation.catalogue.rules.len());
                 self.diagnostics.extend(diagnostics);
                 self.catalogues += 1;
                 self.rules += rules;

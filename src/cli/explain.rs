@@ -8,7 +8,6 @@ use std::time::SystemTime;
 
 use faultline_compiler::priority::{self, Priority};
 use faultline_runtime::bundle::Step;
-use faultline_runtime::sanitize;
 use faultline_runtime::timing::{HintOutcome, format_instant, parse_instant};
 use faultline_runtime::{Bundle, Evidence, TextView};
 
@@ -164,13 +163,13 @@ pub fn run(args: &Args) -> Exit {
     let model = bundle.model();
     let mut report = String::new();
 
-    let raw = evidence.raw_text();
-    let sanitized = sanitize::diagnostic(&raw);
+    let views = faultline_runtime::TextViews::new(&evidence);
+    let sanitized = views.sanitized();
     report.push_str(&format!(
         "text rules read (sanitized, {} of {} raw bytes):\n{}",
         sanitized.len(),
-        raw.len(),
-        indent(&sanitized)
+        views.text_len(),
+        indent(sanitized)
     ));
     let raw_readers: Vec<&str> = model
         .rules

@@ -143,9 +143,12 @@ impl Budgets {
     /// A compiler configured with these budgets.
     pub fn compiler(&self) -> faultline_compiler::Compiler {
         let defaults = faultline_compiler::Budget::default();
+        // Determinization may use four times the DFA budget (the default's ratio), so that
+        // `--dfa-budget` bounds both.
         let budget = faultline_compiler::Budget {
             view_dfa_bytes: self.dfa_budget,
             pattern_dfa_bytes: defaults.pattern_dfa_bytes.min(self.dfa_budget),
+            determinize_bytes: self.dfa_budget.saturating_mul(4),
             ..defaults
         };
         let analysis = faultline_compiler::AnalysisBudget {

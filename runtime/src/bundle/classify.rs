@@ -3,6 +3,7 @@
 //! priority order that fires.
 
 use std::cell::OnceCell;
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 use regex::Regex;
@@ -15,6 +16,7 @@ use super::model::{
 };
 use crate::evidence::{Classification, Evidence};
 use crate::sanitize;
+use crate::text::{self, TextViews};
 use crate::vocab::{Confidence, EvidenceField, TextView};
 
 /// The UTF-8 encodings of the two non-ASCII characters whose simple case folding reaches ASCII
@@ -79,6 +81,9 @@ struct ViewEngine {
     /// Per global pattern: (position of its DFA in `dfas`, pattern id there, exact regex if the
     /// DFA over-approximates it or captures are needed).
     patterns: Vec<(usize, usize, Option<Regex>)>,
+    /// Per global pattern: a regex for it, compiled on first need, to find where it matched
+    /// when the excerpt must show it (texts longer than an excerpt only).
+    located: Vec<OnceLock<Option<Regex>>>,
 }
 
 #[derive(Debug)]
@@ -96,6 +101,10 @@ pub(super) struct Engine {
     /// Rules above low confidence that fire on their structured guards alone (no text
     /// matcher) or that the prefilter never skips: the gate checks their guards first.
     ungated: Vec<usize>,
+    /// Every rule the prefilter cannot skip (no text matcher, or not gated), in order: with the
+    /// rules the prefilter admits, the only rules a classification evaluates, so that its cost
+    /// follows what the text mentions, not the size of the catalogue.
+    unskippable: Vec<usize>,
     /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
     rule_regexes: Vec<RuleRegexes>,
 }
@@ -108,7 +117,10 @@ struct RuleRegexes {
 }
 
 fn compile(pattern: &str) -> Result<Regex, BundleError> {
-    Regex::new(pattern)
+    regex::RegexBuilder::new(pattern)
+        .size_limit(super::REGEX_SIZE_LIMIT)
+        .dfa_size_limit(super::REGEX_DFA_SIZE_LIMIT)
+        .build()
         .map_err(|error| BundleError::malformed(format!("pattern `{pattern}`: {error}")))
 }
 
@@ -139,14 +151,28 @@ impl Engine {
                 .iter()
                 .map(|dfa| dfa.section as usize - 1)
                 .collect();
-            let needs_captures = |index: usize| {
-                model.rules.iter().flat_map(|rule| rule.matchers.iter().chain(&rule.vetoes)).any(|matcher| {
-                    matcher.view == view.view
-                        && matches!(matcher.kind, MatcherKindEntry::Pattern { pattern, group_equals: Some(_) } if pattern as usize == index)
-                })
-            };
+            // The patterns some matcher compares a capture group of (found in one pass).
+            let mut captured = vec![false; view.patterns.len()];
+            for matcher in model
+                .rules
+                .iter()
+                .flat_map(|rule| rule.matchers.iter().chain(&rule.vetoes))
+                .filter(|matcher| matcher.view == view.view)
+            {
+                if let MatcherKindEntry::Pattern {
+                    pattern,
+                    group_equals: Some(_),
+                } = matcher.kind
+                    && let Some(slot) = captured.get_mut(pattern as usize)
+                {
+                    *slot = true;
+                }
+            }
+            let needs_captures = |index: usize| captured.get(index).copied().unwrap_or(false);
             let mut patterns = Vec::new();
+            let mut located = Vec::new();
             for (index, pattern) in view.patterns.iter().enumerate() {
+                located.push(OnceLock::new());
                 let exact = if pattern.approximate || needs_captures(index) {
                     Some(compile(&pattern.pattern)?)
                 } else {
@@ -158,6 +184,7 @@ impl Engine {
                 view: view.view,
                 dfas: dfa_indices,
                 patterns,
+                located,
             });
         }
         let mut literal_rules = Vec::new();
@@ -230,6 +257,13 @@ impl Engine {
             })
             .map(|(index, _)| index)
             .collect();
+        let unskippable = model
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| rule.matchers.is_empty() || !rule.gated)
+            .map(|(index, _)| index)
+            .collect();
         let mut rule_regexes = Vec::new();
         for rule in &model.rules {
             let mut regexes = RuleRegexes::default();
@@ -249,6 +283,7 @@ impl Engine {
             fold_rules,
             gate,
             ungated,
+            unskippable,
             rule_regexes,
         })
     }
@@ -270,20 +305,28 @@ impl Engine {
     /// Which gated rules the prefilter admits.
     fn admitted(&self, raw: &str, rule_count: usize) -> Vec<bool> {
         let mut admitted = vec![false; rule_count];
+        for rule in self.admitted_rules(raw) {
+            if let Some(slot) = admitted.get_mut(rule) {
+                *slot = true;
+            }
+        }
+        admitted
+    }
+
+    /// The gated rules the prefilter admits, unsorted and possibly repeated: those of every
+    /// literal found in the raw text, and those of literals that non-ASCII case folds may hide.
+    fn admitted_rules(&self, raw: &str) -> Vec<usize> {
+        let mut admitted = Vec::new();
         let Some(prefilter) = &self.prefilter else {
             return admitted;
         };
         for found in prefilter.find_overlapping_iter(raw) {
-            for rule in self
-                .literal_rules
-                .get(found.pattern().as_usize())
-                .into_iter()
-                .flatten()
-            {
-                if let Some(slot) = admitted.get_mut(*rule) {
-                    *slot = true;
-                }
-            }
+            admitted.extend(
+                self.literal_rules
+                    .get(found.pattern().as_usize())
+                    .into_iter()
+                    .flatten(),
+            );
         }
         if !self.fold_rules.is_empty()
             && !raw.is_ascii()
@@ -291,11 +334,7 @@ impl Engine {
                 .iter()
                 .any(|needle| contains_bytes(raw.as_bytes(), needle))
         {
-            for rule in &self.fold_rules {
-                if let Some(slot) = admitted.get_mut(*rule) {
-                    *slot = true;
-                }
-            }
+            admitted.extend(&self.fold_rules);
         }
         admitted
     }
@@ -315,34 +354,30 @@ impl Engine {
         if self.ungated.iter().any(guards_hold) {
             return true;
         }
-        // Every other rule above low confidence is gated: one of its literals must occur.
-        let raw = evidence.raw_text_view();
+        // Every other rule above low confidence is gated: one of its literals must occur in the
+        // text rules read. Every word of the sanitized view is in that raw view or introduced
+        // by the redaction (which the literals never require).
+        let views = TextViews::new(evidence);
+        let raw = views.raw();
         let folds = !self.fold_rules.is_empty()
             && !raw.is_ascii()
             && NON_ASCII_FOLDS
                 .iter()
                 .any(|needle| contains_bytes(raw.as_bytes(), needle));
-        let found = folds
-            || self
-                .gate
-                .as_ref()
-                .is_some_and(|gate| gate.is_match(raw.as_ref()));
+        let found = folds || self.gate.as_ref().is_some_and(|gate| gate.is_match(raw));
         if !found {
             return false;
         }
         // Some literal occurs: whether it belongs to a rule whose guards hold.
-        let admitted = self.admitted(&raw, model.rules.len());
-        admitted
+        self.admitted_rules(raw)
             .iter()
-            .enumerate()
-            .filter(|(index, admitted)| {
-                **admitted
-                    && model
-                        .rules
-                        .get(*index)
-                        .is_some_and(|rule| rule.confidence != Confidence::Low)
+            .filter(|index| {
+                model
+                    .rules
+                    .get(**index)
+                    .is_some_and(|rule| rule.confidence != Confidence::Low)
             })
-            .any(|(index, _)| guards_hold(&index))
+            .any(guards_hold)
     }
 
     /// Evaluates one rule alone: whether it fires on `evidence`, whatever outranks it.
@@ -353,19 +388,11 @@ impl Engine {
         evidence: &Evidence,
     ) -> Option<Step> {
         let rule = model.rules.get(position)?;
-        let raw = evidence.raw_text();
-        let texts = Texts {
-            raw: &raw,
-            sanitized: OnceCell::new(),
-        };
+        let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
-        let admitted = if rule.gated {
-            self.admitted(&raw, model.rules.len())
-        } else {
-            Vec::new()
-        };
+        let admitted = rule.gated && self.admitted_rules(texts.raw()).contains(&position);
         Some(
-            self.evaluate(position, rule, evidence, &texts, &matched, &admitted)
+            self.evaluate(position, rule, evidence, &texts, &matched, admitted)
                 .step(),
         )
     }
@@ -375,51 +402,60 @@ impl Engine {
         model: &CatalogueModel,
         catalogue_version: &str,
         evidence: &Evidence,
-        mut trace: Option<&mut Trace>,
+        trace: Option<&mut Trace>,
     ) -> (Classification, Option<usize>) {
-        let raw = evidence.raw_text();
-        let texts = Texts {
-            raw: &raw,
-            sanitized: OnceCell::new(),
-        };
+        let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
-        let needs_prefilter = model.rules.iter().any(|rule| rule.gated);
-        let admitted = if needs_prefilter {
-            self.admitted(&raw, model.rules.len())
-        } else {
-            Vec::new()
-        };
         let mut winner = None;
-        for (index, rule) in model.rules.iter().enumerate() {
-            let outcome = self.evaluate(index, rule, evidence, &texts, &matched, &admitted);
-            if let Some(trace) = trace.as_deref_mut() {
+        if let Some(trace) = trace {
+            // A trace evaluates every rule, so it can say what else fired or was vetoed.
+            let admitted = self.admitted(texts.raw(), model.rules.len());
+            for (index, rule) in model.rules.iter().enumerate() {
+                let admitted = admitted.get(index).copied().unwrap_or(false);
+                let outcome = self.evaluate(index, rule, evidence, &texts, &matched, admitted);
                 trace.steps.push(outcome.step());
+                if let (Outcome::Fired(remediation), None) = (outcome, &winner) {
+                    winner = Some((index, rule, remediation));
+                }
             }
-            if let (Outcome::Fired(remediation), None) = (outcome, &winner) {
-                winner = Some((index, rule, remediation));
-                // A trace evaluates every rule, so it can say what else fired or was vetoed.
-                if trace.is_none() {
+        } else {
+            // A gated rule the prefilter does not admit cannot fire: only the rules it admits
+            // and those it cannot skip are evaluated, in priority order.
+            let mut admitted = self.admitted_rules(texts.raw());
+            admitted.sort_unstable();
+            admitted.dedup();
+            for index in merged(&admitted, &self.unskippable) {
+                let Some(rule) = model.rules.get(index) else {
+                    continue;
+                };
+                let outcome = self.evaluate(index, rule, evidence, &texts, &matched, true);
+                if let Outcome::Fired(remediation) = outcome {
+                    winner = Some((index, rule, remediation));
                     break;
                 }
             }
         }
-        // The sanitized view is the excerpt: moved out, not copied.
-        texts.sanitized();
-        let excerpt = texts.sanitized.into_inner().unwrap_or_default();
         // A validated bundle ends with a catch-all rule, so a winner always exists; the last
         // rule stands in if it ever does not.
         let (position, rule, remediation) = match winner {
             Some(found) => found,
             None => match model.rules.last() {
                 Some(last) => (model.rules.len() - 1, last, None),
-                None => return (unclassified(catalogue_version, excerpt), None),
+                None => {
+                    let excerpt = self.excerpt(model, None, texts);
+                    return (unclassified(catalogue_version, excerpt), None);
+                }
             },
         };
         let Some(code) = model.codes.get(rule.code as usize) else {
+            let excerpt = self.excerpt(model, None, texts);
             return (unclassified(catalogue_version, excerpt), None);
         };
         // A rule with a fixed excerpt reports it instead of the evidence text.
-        let excerpt = rule.excerpt.clone().unwrap_or(excerpt);
+        let excerpt = match &rule.excerpt {
+            Some(fixed) => fixed.clone(),
+            None => self.excerpt(model, Some(rule), texts),
+        };
         let remediation = remediation.or_else(|| match &rule.remediation {
             Some(RemediationEntry::Token(token)) => Some(token.clone()),
             _ => code.remediation.clone(),
@@ -442,20 +478,67 @@ impl Engine {
         (classification, Some(position))
     }
 
+    /// The excerpt of a classification won by `rule` (or by none): the sanitized view, moved
+    /// out when it fits; else the window of it that shows the rule's match ([`text::excerpt`]).
+    fn excerpt(
+        &self,
+        model: &CatalogueModel,
+        rule: Option<&RuleEntry>,
+        texts: TextViews<'_>,
+    ) -> String {
+        if texts.sanitized().len() <= sanitize::MAX_EXCERPT_BYTES {
+            return texts.into_sanitized();
+        }
+        let at = rule.and_then(|rule| self.locate(model, rule, &texts));
+        text::excerpt(texts.sanitized(), at).to_owned()
+    }
+
+    /// Where, in the sanitized view, the winning rule's first text matcher matched: the last
+    /// match of its pattern (agents print their fatal error last; a raw-view match is carried
+    /// through the redaction), or the start of the text for a `prefix` or `whole` matcher.
+    /// `None` for a rule without text matchers.
+    fn locate(
+        &self,
+        model: &CatalogueModel,
+        rule: &RuleEntry,
+        texts: &TextViews<'_>,
+    ) -> Option<usize> {
+        let matcher = rule.matchers.first()?;
+        let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind else {
+            return Some(0);
+        };
+        // The engine's views are the model's, in the same order.
+        let index = self
+            .views
+            .iter()
+            .position(|view| view.view == matcher.view)?;
+        let cell = self.views.get(index)?.located.get(pattern as usize)?;
+        let source = model.views.get(index)?.patterns.get(pattern as usize)?;
+        let regex = cell
+            .get_or_init(|| Regex::new(&source.pattern).ok())
+            .as_ref()?;
+        let found = regex.find_iter(texts.get(matcher.view)).last()?;
+        Some(match matcher.view {
+            TextView::Sanitized => found.start(),
+            TextView::Raw => texts.sanitized_offset(found.start()),
+        })
+    }
+
+    /// Evaluates one rule; `admitted` says whether the prefilter admits it (only read for a
+    /// gated rule).
     fn evaluate(
         &self,
         index: usize,
         rule: &RuleEntry,
         evidence: &Evidence,
-        texts: &Texts<'_>,
+        texts: &TextViews<'_>,
         matched: &[Vec<OnceCell<PatternSet>>],
-        admitted: &[bool],
+        admitted: bool,
     ) -> Outcome {
         if let Some(field) = failed_guard(&rule.guards, evidence) {
             return Outcome::Guard(field);
         }
-        if !rule.matchers.is_empty() && rule.gated && !admitted.get(index).copied().unwrap_or(false)
-        {
+        if !rule.matchers.is_empty() && rule.gated && !admitted {
             return Outcome::Prefiltered;
         }
         let regexes = self.rule_regexes.get(index);
@@ -484,9 +567,13 @@ impl Engine {
                     .captures(texts.get(*view))
                     .and_then(|captures| captures.get(*group as usize))
                     .map(|group| group.as_str().to_owned());
+                // A captured value is reported as it is written, so one that holds a credential
+                // shape is refused like a missing one: no output field may carry a secret.
                 match captured {
-                    Some(value) => Outcome::Fired(Some(value)),
-                    None => Outcome::NoCapture,
+                    Some(value) if !sanitize::holds_credential(&value) => {
+                        Outcome::Fired(Some(value))
+                    }
+                    _ => Outcome::NoCapture,
                 }
             }
             _ => Outcome::Fired(None),
@@ -498,7 +585,7 @@ impl Engine {
         matcher: &MatcherEntry,
         literal: Option<&Regex>,
         evidence: &Evidence,
-        texts: &Texts<'_>,
+        texts: &TextViews<'_>,
         matched: &[Vec<OnceCell<PatternSet>>],
     ) -> bool {
         let text = texts.get(matcher.view);
@@ -599,23 +686,19 @@ impl Engine {
     }
 }
 
-struct Texts<'a> {
-    raw: &'a str,
-    sanitized: OnceCell<String>,
-}
-
-impl Texts<'_> {
-    fn sanitized(&self) -> &str {
-        self.sanitized
-            .get_or_init(|| sanitize::diagnostic(self.raw))
-    }
-
-    fn get(&self, view: TextView) -> &str {
-        match view {
-            TextView::Raw => self.raw,
-            TextView::Sanitized => self.sanitized(),
+/// The union of two ascending lists of rule positions, ascending.
+fn merged<'a>(a: &'a [usize], b: &'a [usize]) -> impl Iterator<Item = usize> + 'a {
+    let (mut a, mut b) = (a.iter().copied().peekable(), b.iter().copied().peekable());
+    std::iter::from_fn(move || match (a.peek().copied(), b.peek().copied()) {
+        (Some(x), Some(y)) if x == y => {
+            a.next();
+            b.next()
         }
-    }
+        (Some(x), Some(y)) if x < y => a.next(),
+        (Some(_), Some(_)) => b.next(),
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    })
 }
 
 enum Outcome {

@@ -19,6 +19,15 @@ pub use wire::Header;
 
 use crate::sanitize::REDACTION_VERSION;
 
+/// Size limit, in bytes, of the compiled program of every regex a bundle's patterns are
+/// compiled to when it loads (exact confirmation of widened patterns, captures, case-folded
+/// literals). The compiler checks every pattern against it (FL0109), so a bundle it accepts
+/// always loads.
+pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
+
+/// Size limit, in bytes, of the lazy DFA cache of each such regex.
+pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
+
 /// Why a bundle could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -185,8 +194,9 @@ impl Bundle {
     /// hot paths such as deciding the diagnostic marker of every streamed chunk. `false` means
     /// [`Bundle::classify`] would certainly answer with a low-confidence rule (the phase
     /// fallback of the shipped catalogue), so the caller may skip it; `true` means it might
-    /// not. It reads the structured guards and scans the raw text once for the rules'
-    /// required literals, without redacting the text or running an automaton.
+    /// not. It reads the structured guards and scans the raw view (the text's matched tail)
+    /// once for the rules' required literals, without redacting the text or running an
+    /// automaton.
     pub fn may_classify(&self, evidence: &crate::Evidence) -> bool {
         self.engine.may_classify(&self.model, evidence)
     }
@@ -251,15 +261,13 @@ impl Bundle {
         if evidence.reset_hint.is_none() && extractors.is_empty() {
             return;
         }
-        let raw = if extractors.is_empty() {
-            String::new()
-        } else {
-            evidence.raw_text()
-        };
+        // Extractors read the raw view: the same bounded tail of the text the rules read.
+        let views = (!extractors.is_empty()).then(|| crate::text::TextViews::new(evidence));
+        let raw = views.as_ref().map_or("", crate::text::TextViews::raw);
         let hint = crate::timing::resolve(
             evidence.reset_hint.as_deref(),
             extractors,
-            &raw,
+            raw,
             crate::timing::timestamp(now),
             steps,
         );
