@@ -8,7 +8,7 @@
 //! check it under `/usr/bin/time -v` (the README's "Scaling" section has the figures):
 //!
 //! ```sh
-//! cargo run --release -p faultline-compiler --example synthetic -- 10000 /tmp/synthetic-10k
+//! cargo run --release --example synthetic -- 10000 /tmp/synthetic-10k
 //! /usr/bin/time -v target/release/faultline check /tmp/synthetic-10k
 //! ```
 

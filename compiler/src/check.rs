@@ -39,7 +39,7 @@ impl Checked {
 
 /// Checks a loaded catalogue. `diagnostics` from loading are not repeated here.
 pub fn check(loaded: &LoadedCatalogue) -> Checked {
-    check_with(loaded, &pattern::lower)
+    check_with(loaded, &pattern::prepare)
 }
 
 /// How the checker validates and lowers one pattern (an incremental session memoizes it).
@@ -78,7 +78,8 @@ struct Checker<'l> {
     pattern_bytes: usize,
 }
 
-/// A value of a closed vocabulary, looked up by name.
+/// A value of a closed vocabulary (`faultline_runtime::vocab`) as the checker looks it up by
+/// name, with the code its unknown names are reported under.
 trait Vocabulary: Sized + Copy + 'static {
     const KIND: &'static str;
     const CODE: Code;
@@ -86,7 +87,7 @@ trait Vocabulary: Sized + Copy + 'static {
     fn all_names() -> Vec<&'static str>;
 }
 
-macro_rules! vocabulary {
+macro_rules! checked_vocabulary {
     ($type:ty, $code:expr) => {
         impl Vocabulary for $type {
             const KIND: &'static str = <$type>::KIND;
@@ -101,15 +102,15 @@ macro_rules! vocabulary {
     };
 }
 
-vocabulary!(Class, Code::UnknownClass);
-vocabulary!(Confidence, Code::UnknownConfidence);
-vocabulary!(Scope, Code::UnknownScope);
-vocabulary!(Phase, Code::UnknownPhase);
-vocabulary!(Source, Code::UnknownSource);
-vocabulary!(Flag, Code::UnknownName);
-vocabulary!(TextView, Code::UnknownName);
-vocabulary!(TimingExtractor, Code::UnknownName);
-vocabulary!(EvidenceField, Code::UnknownName);
+checked_vocabulary!(Class, Code::UnknownClass);
+checked_vocabulary!(Confidence, Code::UnknownConfidence);
+checked_vocabulary!(Scope, Code::UnknownScope);
+checked_vocabulary!(Phase, Code::UnknownPhase);
+checked_vocabulary!(Source, Code::UnknownSource);
+checked_vocabulary!(Flag, Code::UnknownName);
+checked_vocabulary!(TextView, Code::UnknownName);
+checked_vocabulary!(TimingExtractor, Code::UnknownName);
+checked_vocabulary!(EvidenceField, Code::UnknownName);
 
 /// Declarations gathered from every file before blocks are checked.
 struct Declarations<'a> {

@@ -152,7 +152,7 @@ pub fn lowered_pattern<'db>(
     db: &'db dyn Db,
     pattern: PatternSource<'db>,
 ) -> Result<crate::pattern::LoweredPattern, Vec<crate::pattern::PatternProblem>> {
-    crate::pattern::lower_with(pattern.text(db), *pattern.nest_limit(db))
+    crate::pattern::prepare_with(pattern.text(db), *pattern.nest_limit(db))
 }
 
 /// A validated pattern's syntax tree, tracked: the lowering, its groups and the analysis

@@ -191,7 +191,7 @@ mod tests {
     use super::*;
 
     fn words(pattern: &str) -> Option<Vec<String>> {
-        pattern_requirement(&crate::pattern::lower(pattern).unwrap().lowered).map(|r| r.words)
+        pattern_requirement(&crate::pattern::prepare(pattern).unwrap().lowered).map(|r| r.words)
     }
 
     #[test]

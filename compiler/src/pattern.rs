@@ -231,14 +231,14 @@ fn translate(pattern: &str, nest_limit: u32) -> Result<regex_syntax::hir::Hir, P
         })
 }
 
-/// Validates a pattern and lowers it to faultline's regex semantics, under the default nesting
-/// limit.
-pub fn lower(pattern: &str) -> Result<LoweredPattern, Vec<PatternProblem>> {
-    lower_with(pattern, NEST_LIMIT)
+/// Validates a pattern and rewrites it in faultline's regex semantics (RE2's ASCII classes and
+/// boundaries), the form every engine compiles, under the default nesting limit.
+pub fn prepare(pattern: &str) -> Result<LoweredPattern, Vec<PatternProblem>> {
+    prepare_with(pattern, NEST_LIMIT)
 }
 
-/// [`lower`] under a nesting limit (clamped to [`MAX_NEST_LIMIT`]).
-pub fn lower_with(pattern: &str, nest_limit: u32) -> Result<LoweredPattern, Vec<PatternProblem>> {
+/// [`prepare`] under a nesting limit (clamped to [`MAX_NEST_LIMIT`]).
+pub fn prepare_with(pattern: &str, nest_limit: u32) -> Result<LoweredPattern, Vec<PatternProblem>> {
     let nest_limit = nest_limit.min(MAX_NEST_LIMIT);
     let parsed = ast::parse::ParserBuilder::new()
         .nest_limit(nest_limit)
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn perl_classes_and_boundaries_become_ascii() {
-        let lowered = lower(r"(?i)\b529\b[^\n]*\s\d+[\s\S]{0,3}\W")
+        let lowered = prepare(r"(?i)\b529\b[^\n]*\s\d+[\s\S]{0,3}\W")
             .unwrap()
             .lowered;
         assert_eq!(
@@ -308,35 +308,38 @@ mod tests {
     #[test]
     fn lowered_patterns_keep_re2_meaning() {
         // `\w` and `\b` are ASCII: `ü` is not a word character, as in Go.
-        let whole_word = regex::Regex::new(&lower(r"^\w+$").unwrap().lowered).unwrap();
+        let whole_word = regex::Regex::new(&prepare(r"^\w+$").unwrap().lowered).unwrap();
         assert!(!whole_word.is_match("aü"));
-        let boundary = regex::Regex::new(&lower(r"^a\b").unwrap().lowered).unwrap();
+        let boundary = regex::Regex::new(&prepare(r"^a\b").unwrap().lowered).unwrap();
         assert!(boundary.is_match("aü"));
     }
 
     #[test]
     fn explicit_unicode_flag_is_kept_for_classes_and_refused_for_boundaries() {
-        assert_eq!(lower(r"(?u:\w)x").unwrap().lowered, r"(?u:\w)x");
-        let problems = lower(r"a(?u)\bb").unwrap_err();
+        assert_eq!(prepare(r"(?u:\w)x").unwrap().lowered, r"(?u:\w)x");
+        let problems = prepare(r"a(?u)\bb").unwrap_err();
         assert_eq!(
             problems,
             [PatternProblem::UnicodeWordBoundary { range: 5..7 }]
         );
-        assert_eq!(lower(r"(?-u:\b)x").unwrap().lowered, r"(?-u:\b)x");
+        assert_eq!(prepare(r"(?-u:\b)x").unwrap().lowered, r"(?-u:\b)x");
     }
 
     #[test]
     fn invalid_and_empty_patterns_are_problems() {
-        let Err(problems) = lower(r"a(b") else {
+        let Err(problems) = prepare(r"a(b") else {
             panic!()
         };
         assert!(matches!(&problems[0], PatternProblem::Invalid { range, .. } if *range == (1..2)));
-        assert_eq!(lower(r"a*|b").unwrap_err(), [PatternProblem::MatchesEmpty]);
-        assert_eq!(lower(r"\b").unwrap_err(), [PatternProblem::MatchesEmpty]);
+        assert_eq!(
+            prepare(r"a*|b").unwrap_err(),
+            [PatternProblem::MatchesEmpty]
+        );
+        assert_eq!(prepare(r"\b").unwrap_err(), [PatternProblem::MatchesEmpty]);
     }
 
     #[test]
     fn capture_groups_are_counted() {
-        assert_eq!(lower(r"(a)(?:b)(?P<c>c)").unwrap().capture_groups, 2);
+        assert_eq!(prepare(r"(a)(?:b)(?P<c>c)").unwrap().capture_groups, 2);
     }
 }
