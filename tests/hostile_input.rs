@@ -12,10 +12,8 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use proptest::prelude::*;
 
@@ -77,10 +75,7 @@ fn drive(command: &[&str], input: &Input, scratch: &Path) -> (Option<i32>, usize
     process
         .args(command)
         .current_dir(common::root())
-        .env("FAULTLINE_CACHE_DIR", scratch.join("cache"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env("FAULTLINE_CACHE_DIR", scratch.join("cache"));
     let bytes = match input {
         Input::Stdin(lines) => lines
             .iter()
@@ -97,26 +92,7 @@ fn drive(command: &[&str], input: &Input, scratch: &Path) -> (Option<i32>, usize
             Vec::new()
         }
     };
-    let mut child = process.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&bytes);
-    });
-    let started = Instant::now();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = sender.send(child.wait_with_output());
-    });
-    let output = receiver
-        .recv_timeout(Duration::from_secs(120))
-        .unwrap_or_else(|_| {
-            panic!(
-                "`faultline {command:?}` did not end ({:?})",
-                started.elapsed()
-            )
-        })
-        .unwrap();
-    writer.join().unwrap();
+    let output = common::run_with_input(process, bytes);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     (output.status.code(), stdout.lines().count(), stderr)

@@ -37,21 +37,9 @@ fn faultline() -> Command {
 }
 
 fn run(args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = faultline()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    output
+    let mut command = faultline();
+    command.args(args);
+    common::run_with_input(command, input.to_vec())
 }
 
 fn answers(output: &std::process::Output) -> Vec<Value> {

@@ -29,6 +29,35 @@ pub fn faultline(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs a prepared `faultline` command with `input` written to its standard input (from a
+/// thread, so a command that answers as it reads never blocks the writer). The bound only
+/// catches a hang (an answer held back, a loop that never ends); it is no performance claim.
+pub fn run_with_input(mut command: std::process::Command, input: Vec<u8>) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let shown = format!("{command:?}");
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    let output = receiver
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("{shown} did not end within 120 s"))
+        .unwrap();
+    writer.join().unwrap();
+    output
+}
+
 /// Standard output as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
