@@ -11,10 +11,13 @@
     reason = "integration tests report failure by panicking, and read the repository's files"
 )]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+use common::{corpus, corpus_files, render};
 use faultline_acp::dialect::recovery_profile;
 use faultline_acp::event::ChunkRole;
 use faultline_recovery::projection::project_prompt_error;
@@ -38,25 +41,6 @@ fn replay_dir() -> PathBuf {
 }
 
 static BUNDLE: LazyLock<Bundle> = LazyLock::new(faultline_testkit::catalogue_bundle);
-
-fn corpus_files() -> Vec<(String, String)> {
-    faultline_testkit::documents("fixtures/replay", "json")
-}
-
-fn corpus() -> Vec<Fixture> {
-    match load_corpus(corpus_files()) {
-        Ok(corpus) => corpus.fixtures().to_vec(),
-        Err(errors) => panic!("the corpus does not load:\n{}", render(&errors)),
-    }
-}
-
-fn render(errors: &[FixtureError]) -> String {
-    errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 // ---------------------------------------------------------------------------------------------
 // The corpus and the recovery-evidence layer

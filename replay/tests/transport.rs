@@ -12,14 +12,17 @@
     reason = "integration tests report failure by panicking, and read the repository's files"
 )]
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
+use common::corpus;
 use faultline_acp::adapter::{Adapter, PromptOutcome};
 use faultline_acp::event::{AdapterEvent, ChunkRole};
 use faultline_acp::pipe::pipe;
 use faultline_recovery::projection::ProjectionSource;
-use faultline_replay::fixture::{Case, Fixture, Frame, Token, load_corpus};
+use faultline_replay::fixture::{Case, Fixture, Frame, Token};
 use faultline_replay::transport::{FakeAgent, Schedule, check, replay};
 use faultline_runtime::Bundle;
 use serde_json::json;
@@ -30,20 +33,6 @@ const QUEUED_CASE_ITERATIONS: usize = 6;
 
 static BUNDLE: LazyLock<Arc<Bundle>> =
     LazyLock::new(|| Arc::new(faultline_testkit::catalogue_bundle()));
-
-fn corpus() -> Vec<Fixture> {
-    match load_corpus(faultline_testkit::documents("fixtures/replay", "json")) {
-        Ok(corpus) => corpus.fixtures().to_vec(),
-        Err(errors) => panic!(
-            "the corpus does not load:\n{}",
-            errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n")
-        ),
-    }
-}
 
 #[test]
 fn every_fixture_replays_at_the_transport_layer() {
