@@ -82,7 +82,7 @@ fn label_json(label: &Label) -> Value {
 }
 
 /// One diagnostic as a JSON value (the element type of [`json()`]'s `diagnostics` array).
-pub fn diagnostic_json(diagnostic: &Diagnostic) -> Value {
+fn diagnostic_json(diagnostic: &Diagnostic) -> Value {
     let primary = diagnostic.primary_label();
     json!({
         "code": diagnostic.code().as_str(),
