@@ -37,8 +37,8 @@ use faultline_recovery::prompt::{
 };
 use faultline_recovery::response_attempt::ToolScope;
 use faultline_recovery::{Effect, Recovery, RecoveryEvent as Event};
-use faultline_runtime::vocab::{Class, Confidence, Phase};
 use faultline_runtime::{Bundle, Classification, Evidence};
+use faultline_runtime::{Class, Confidence, Phase};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -153,13 +153,14 @@ fn classify_in(phase: Phase, provider: &str, text: &str, at: &str) -> Classifica
     let now = if at.is_empty() {
         SystemTime::UNIX_EPOCH
     } else {
-        faultline_runtime::timing::parse_instant(at).unwrap()
+        faultline_runtime::parse_instant(at).unwrap()
     };
-    let evidence = Evidence {
-        phase: Some(phase),
-        provider_id: (!provider.is_empty()).then(|| provider.to_owned()),
-        stderr: Some(text.to_owned()),
-        ..Evidence::default()
+    let evidence = {
+        let mut built = Evidence::new();
+        built.phase = Some(phase);
+        built.provider_id = (!provider.is_empty()).then(|| provider.to_owned());
+        built.stderr = Some(text.to_owned());
+        built
     };
     let classification = BUNDLE.classify_at(&evidence, now);
     CLASSIFIED.with(|cache| cache.borrow_mut().insert(key, classification.clone()));

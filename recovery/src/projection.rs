@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use faultline_runtime::sanitize;
+use faultline_runtime::redact_provider_message;
 
 /// The message a projection carries when sanitizing leaves nothing of the original.
 pub const EMPTY_MESSAGE: &str = "provider prompt error";
@@ -114,7 +114,7 @@ pub struct ProviderProjection {
 /// The sanitized message of a projection: the provider-message tier of `text`, or
 /// [`EMPTY_MESSAGE`] when nothing survives.
 pub fn projected_message(text: &str) -> String {
-    let message = sanitize::provider_message(text);
+    let message = redact_provider_message(text);
     if message.trim().is_empty() {
         EMPTY_MESSAGE.to_owned()
     } else {

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use faultline_runtime::Bundle;
 use faultline_runtime::Evidence;
-use faultline_runtime::vocab::Phase;
+use faultline_runtime::Phase;
 
 use crate::ProviderProfile;
 use crate::cursor::{self, RetriableChunk};
@@ -377,17 +377,14 @@ impl PromptEvidence {
         occurred_at: &str,
         lifecycle: Option<&LifecycleSnapshot>,
     ) -> Outcome {
-        let now =
-            faultline_runtime::timing::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
+        let now = faultline_runtime::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
         let provider_id = self.provider_id.clone();
         let (safety, recorded, phase, current) =
             self.safety(bundle, claim, &projection.message, lifecycle);
-        let evidence = Evidence {
-            phase: Some(phase),
-            provider_id: (!provider_id.is_empty()).then_some(provider_id),
-            stderr: Some(projection.message.clone()),
-            ..Evidence::default()
-        };
+        let mut evidence = Evidence::new()
+            .with_phase(phase)
+            .with_stderr(projection.message.clone());
+        evidence.provider_id = (!provider_id.is_empty()).then_some(provider_id);
         let classification = bundle.classify_at(&evidence, now);
         let disposition = if safety.is_safe() && recoverable(&classification) {
             Disposition::Automatic

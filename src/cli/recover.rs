@@ -143,7 +143,7 @@ fn describe_notice(effect: &NoticeEffect) -> String {
             notice.provider,
             notice.attempt,
             notice.max_attempts,
-            faultline_runtime::timing::format_instant(notice.deadline),
+            faultline_runtime::format_instant(notice.deadline),
             cancel.loop_id.get()
         ),
         NoticeEffect::DeleteNotices { ids } => {
