@@ -28,9 +28,7 @@ use std::time::SystemTime;
 
 use faultline_acp::dialect::recovery_profile;
 use faultline_recovery::cursor::{self, RetriableChunk};
-use faultline_recovery::projection::{
-    ProjectionSource, PromptError, ProviderProjection, project_prompt_error, projected_message,
-};
+use faultline_recovery::projection::{PromptError, ProviderProjection, project_prompt_error};
 use faultline_recovery::prompt::{
     Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict,
     normalize_provider_diagnostic as normalize, provider_diagnostic_candidate,
@@ -636,7 +634,7 @@ impl View<'_> {
         lifecycle: Option<&LifecycleSnapshot>,
         occurred_at: &str,
     ) -> Verdict {
-        let terminal = classify(self.provider, &projection.message);
+        let terminal = classify(self.provider, projection.message());
         let mut recorded_provider_diagnostic = None;
         let safety = 'safety: {
             // "No attempt was ever begun" outranks a retired lifecycle: the reference's
@@ -720,7 +718,7 @@ impl View<'_> {
                                 "no high-confidence, fallback-eligible code".to_owned()
                             },
                         }
-                    } else if !norm(&projection.message).contains(&text) {
+                    } else if !norm(projection.message()).contains(&text) {
                         Safety::ProviderDiagnosticNotContained { code }
                     } else {
                         Safety::SafeProviderDiagnosticConfirmed { code }
@@ -736,7 +734,7 @@ impl View<'_> {
             Safety::EffectObserved => Phase::ToolExecution,
             _ => Phase::Streaming,
         };
-        let classification = classify_in(phase, self.provider, &projection.message, occurred_at);
+        let classification = classify_in(phase, self.provider, projection.message(), occurred_at);
         let disposition = if safety.is_safe() && policy_recovers(&classification) {
             Disposition::Automatic
         } else {
@@ -808,14 +806,7 @@ impl View<'_> {
                 Some(observed) => {
                     // §D.5: one structured failure; the Cursor path carries no metadata
                     // beyond its own source and provider (§D.8 "return earlier").
-                    let projection = ProviderProjection {
-                        source: ProjectionSource::CursorAcp,
-                        message: projected_message(&observed),
-                        rpc_code: None,
-                        error_kind: None,
-                        provider_id: Some(CURSOR.to_owned()),
-                        model_id: None,
-                    };
+                    let projection = ProviderProjection::cursor_retriable(&observed, CURSOR);
                     Outcome::Failed(Box::new(self.verdict(claim, projection, None, occurred_at)))
                 }
                 None => Outcome::Completed,

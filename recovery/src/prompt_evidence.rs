@@ -17,9 +17,7 @@ use faultline_runtime::Phase;
 
 use crate::ProviderProfile;
 use crate::cursor::{self, RetriableChunk};
-use crate::projection::{
-    ProjectionSource, PromptError, ProviderProjection, project_prompt_error, projected_message,
-};
+use crate::projection::{PromptError, ProviderProjection, project_prompt_error};
 use crate::prompt::{
     Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict, classify_text,
     fallback_eligible, normalize_provider_diagnostic, recoverable,
@@ -349,15 +347,7 @@ impl PromptEvidence {
         match pending {
             // The barrier: the prompt settled with a marker still pending, so Cursor gave up.
             Some(observed) => {
-                let message = projected_message(&observed);
-                let projection = ProviderProjection {
-                    source: ProjectionSource::CursorAcp,
-                    message,
-                    rpc_code: None,
-                    error_kind: None,
-                    provider_id: (!self.provider_id.is_empty()).then(|| self.provider_id.clone()),
-                    model_id: None,
-                };
+                let projection = ProviderProjection::cursor_retriable(&observed, &self.provider_id);
                 self.failed(bundle, claim, projection, occurred_at, None)
             }
             None => {
@@ -380,10 +370,10 @@ impl PromptEvidence {
         let now = faultline_runtime::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
         let provider_id = self.provider_id.clone();
         let (safety, recorded, phase, current) =
-            self.safety(bundle, claim, &projection.message, lifecycle);
+            self.safety(bundle, claim, projection.message(), lifecycle);
         let mut evidence = Evidence::new()
             .with_phase(phase)
-            .with_stderr(projection.message.clone());
+            .with_stderr(projection.message());
         evidence.provider_id = (!provider_id.is_empty()).then_some(provider_id);
         let classification = bundle.classify_at(&evidence, now);
         let disposition = if safety.is_safe() && recoverable(&classification) {

@@ -60,7 +60,7 @@ fn describe_outcome(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Failed(verdict) => format!(
             "terminal failure `{}` → {} ({}, {}, rule {}); {}; recovery: {}{}",
-            verdict.projection.message,
+            verdict.projection.message(),
             verdict.classification.code,
             verdict.classification.class,
             verdict.classification.confidence,
