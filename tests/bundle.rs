@@ -467,3 +467,49 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
         other => panic!("a format-2 bundle must be refused as too old: {other:?}"),
     }
 }
+
+#[test]
+fn the_views_show_the_rules_in_priority_order_with_their_matchers_and_automata() {
+    // Regression (issue 11): `inspect` and `explain` read the wire model, which every reader
+    // then depended on; they read these views now.
+    let bundle = Bundle::from_bytes(&CATALOGUE).unwrap();
+    let header = bundle.header();
+    assert_eq!(header.catalogue_version(), "provider-errors.v1");
+    assert_eq!(
+        header.redaction_version(),
+        faultline_runtime::REDACTION_VERSION
+    );
+    assert_eq!(header.content_hash_hex().len(), 64);
+    assert_eq!(&header.content_hash()[..], &CATALOGUE[wire::HASH_RANGE]);
+    let rules: Vec<_> = bundle.rules().collect();
+    assert!(rules.len() > 10);
+    for (index, rule) in rules.iter().enumerate() {
+        assert_eq!(rule.position().as_usize(), index);
+        assert_eq!(bundle.rule_position(rule.id()), Some(rule.position()));
+        assert_eq!(bundle.rule(rule.position()).unwrap().id(), rule.id());
+        assert!(!rule.code().is_empty() && !rule.tier().is_empty());
+        for matcher in rule.matchers().chain(rule.vetoes()) {
+            assert_eq!(
+                matcher.pattern().is_some(),
+                matcher.kind() == faultline_runtime::MatcherKind::Pattern
+            );
+        }
+    }
+    let winner = bundle.classify(&Evidence::new().with_http_status(529)).rule;
+    let position = bundle.rule_position(&winner).unwrap();
+    let (_, trace) = bundle.classify_traced(
+        &Evidence::new().with_http_status(529),
+        std::time::SystemTime::UNIX_EPOCH,
+    );
+    assert_eq!(trace.winner(), Some(position));
+    assert!(trace.fired(position));
+    assert_eq!(trace.steps().len(), rules.len());
+    let automata: Vec<_> = bundle.automata().collect();
+    assert!(!automata.is_empty());
+    assert!(
+        automata
+            .iter()
+            .all(|automaton| automaton.memory_bytes() > 0)
+    );
+    assert!(bundle.prefilter_literals().len() > 0);
+}
