@@ -37,7 +37,9 @@ use faultline_compiler::Compilation;
 use faultline_compiler::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, TextMatcher};
 use faultline_compiler::priority::Priority;
 use faultline_compiler::reference::{Reference, field as text_field, guards_hold};
-use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView, TextViews, sanitize};
+use faultline_runtime::{
+    Bundle, Evidence, EvidenceField, Phase, TextView, TextViews, holds_credential,
+};
 use regex::{Regex, RegexSet};
 use serde_json::Value;
 
@@ -252,7 +254,7 @@ impl Plan {
                     if let Some(value) = regex
                         .captures(text(*view))
                         .and_then(|c| c.get(*group as usize))
-                        .filter(|value| !sanitize::holds_credential(value.as_str()))
+                        .filter(|value| !holds_credential(value.as_str()))
                     {
                         return Some((rule.id.clone(), Some(value.as_str().to_owned())));
                     }
@@ -701,11 +703,12 @@ fn prose_chunks() -> (Vec<Evidence>, String) {
             cut -= 1;
         }
         text.truncate(cut);
-        chunks.push(Evidence {
-            phase: Phase::from_name(rng.pick(PHASES)),
-            provider_id: Some(rng.pick(PROVIDERS).to_owned()),
-            stdout: Some(text),
-            ..Evidence::default()
+        chunks.push({
+            let mut built = Evidence::new();
+            built.phase = Phase::from_name(rng.pick(PHASES));
+            built.provider_id = Some(rng.pick(PROVIDERS).to_owned());
+            built.stdout = Some(text);
+            built
         });
     }
     (chunks, "generated (no fixtures/corpus/*.jsonl)".to_owned())
@@ -793,17 +796,19 @@ fn stderr_blobs(errors: &[Evidence]) -> Vec<Evidence> {
             text.push(' ');
         }
         blobs.push(match tail {
-            Some(error) => Evidence {
-                stderr: Some(text),
-                stdout: None,
-                ..error.clone()
-            },
-            None => Evidence {
-                phase: Phase::from_name(rng.pick(PHASES)),
-                provider_id: Some(rng.pick(PROVIDERS).to_owned()),
-                stderr: Some(text),
-                ..Evidence::default()
-            },
+            Some(error) => {
+                let mut built = error.clone();
+                built.stderr = Some(text);
+                built.stdout = None;
+                built
+            }
+            None => {
+                let mut built = Evidence::new();
+                built.phase = Phase::from_name(rng.pick(PHASES));
+                built.provider_id = Some(rng.pick(PROVIDERS).to_owned());
+                built.stderr = Some(text);
+                built
+            }
         });
     }
     blobs
@@ -835,13 +840,11 @@ fn long_texts(errors: &[Evidence]) -> Vec<(&'static str, Evidence)> {
         ("long_text_1m_log", 1 << 20),
         ("long_text_4m_log", 4 << 20),
     ] {
-        inputs.push((
-            name,
-            Evidence {
-                stderr: Some(log(bytes, &mut rng) + &ending),
-                ..error.clone()
-            },
-        ));
+        inputs.push((name, {
+            let mut built = error.clone();
+            built.stderr = Some(log(bytes, &mut rng) + &ending);
+            built
+        }));
     }
     let mut line = String::with_capacity((1 << 20) + 256);
     let mut index = 0;
@@ -851,13 +854,11 @@ fn long_texts(errors: &[Evidence]) -> Vec<(&'static str, Evidence)> {
         ));
         index += 1;
     }
-    inputs.push((
-        "long_text_1m_json_line",
-        Evidence {
-            stderr: Some(line + &ending),
-            ..error.clone()
-        },
-    ));
+    inputs.push(("long_text_1m_json_line", {
+        let mut built = error.clone();
+        built.stderr = Some(line + &ending);
+        built
+    }));
     inputs
 }
 

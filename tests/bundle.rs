@@ -14,8 +14,8 @@ mod common;
 use std::sync::LazyLock;
 
 use faultline_dsl::load;
-use faultline_runtime::bundle::wire;
-use faultline_runtime::{Bundle, BundleError, Evidence};
+use faultline_runtime::build as wire;
+use faultline_runtime::{Bundle, Evidence, LoadErrorKind};
 use proptest::prelude::*;
 
 fn build(directory: &str) -> Vec<u8> {
@@ -53,46 +53,47 @@ fn rehash(bytes: &mut [u8]) {
 fn building_twice_gives_identical_bytes_and_the_bundle_loads() {
     assert_eq!(build("catalogue"), *CATALOGUE);
     let bundle = Bundle::from_bytes(&CATALOGUE).unwrap();
-    assert_eq!(bundle.header().catalogue_version, "provider-errors.v1");
-    let evidence = Evidence {
-        http_status: Some(529),
-        ..Evidence::default()
-    };
+    assert_eq!(bundle.header().catalogue_version(), "provider-errors.v1");
+    let evidence = Evidence::new().with_http_status(529);
     assert_eq!(bundle.classify(&evidence).rule, "http.529");
 }
 
 #[test]
 fn truncated_bundles_are_refused() {
     let bytes = &*CATALOGUE;
-    assert!(matches!(
-        Bundle::from_bytes(&[]),
-        Err(BundleError::Truncated { .. })
-    ));
-    assert!(matches!(
-        Bundle::from_bytes(&bytes[..20]),
-        Err(BundleError::Truncated { .. })
-    ));
-    assert!(matches!(
-        Bundle::from_bytes(&bytes[..87]),
-        Err(BundleError::Truncated { .. })
-    ));
+    assert_eq!(
+        Bundle::from_bytes(&[]).unwrap_err().kind(),
+        LoadErrorKind::Truncated
+    );
+    assert_eq!(
+        Bundle::from_bytes(&bytes[..20]).unwrap_err().kind(),
+        LoadErrorKind::Truncated
+    );
+    assert_eq!(
+        Bundle::from_bytes(&bytes[..87]).unwrap_err().kind(),
+        LoadErrorKind::Truncated
+    );
     // Cut inside the header strings or the body: the content hash, over the whole file, no
     // longer matches (no byte but the versioned prefix is read before the hash is checked).
     assert_eq!(
-        Bundle::from_bytes(&bytes[..header_len(bytes) - 1]).unwrap_err(),
-        BundleError::HashMismatch
+        Bundle::from_bytes(&bytes[..header_len(bytes) - 1])
+            .unwrap_err()
+            .kind(),
+        LoadErrorKind::HashMismatch
     );
     assert_eq!(
-        Bundle::from_bytes(&bytes[..bytes.len() - 1]).unwrap_err(),
-        BundleError::HashMismatch
+        Bundle::from_bytes(&bytes[..bytes.len() - 1])
+            .unwrap_err()
+            .kind(),
+        LoadErrorKind::HashMismatch
     );
     // Cut inside the body with the hash fixed up: the section table catches it.
     let mut cut = bytes[..bytes.len() - 100].to_vec();
     rehash(&mut cut);
-    assert!(matches!(
-        Bundle::from_bytes(&cut),
-        Err(BundleError::Truncated { .. })
-    ));
+    assert_eq!(
+        Bundle::from_bytes(&cut).unwrap_err().kind(),
+        LoadErrorKind::Truncated
+    );
 }
 
 #[test]
@@ -101,21 +102,21 @@ fn flipped_bits_are_refused_with_the_error_for_where_they_are() {
     let mut magic = bytes.clone();
     magic[0] ^= 0x01;
     assert_eq!(
-        Bundle::from_bytes(&magic).unwrap_err(),
-        BundleError::BadMagic
+        Bundle::from_bytes(&magic).unwrap_err().kind(),
+        LoadErrorKind::BadMagic
     );
     let mut body = bytes.clone();
     let middle = header_len(bytes) + (bytes.len() - header_len(bytes)) / 2;
     body[middle] ^= 0x10;
     assert_eq!(
-        Bundle::from_bytes(&body).unwrap_err(),
-        BundleError::HashMismatch
+        Bundle::from_bytes(&body).unwrap_err().kind(),
+        LoadErrorKind::HashMismatch
     );
     let mut hash = bytes.clone();
     hash[30] ^= 0x80;
     assert_eq!(
-        Bundle::from_bytes(&hash).unwrap_err(),
-        BundleError::HashMismatch
+        Bundle::from_bytes(&hash).unwrap_err().kind(),
+        LoadErrorKind::HashMismatch
     );
 }
 
@@ -123,30 +124,30 @@ fn flipped_bits_are_refused_with_the_error_for_where_they_are() {
 fn version_bumps_are_refused() {
     let mut too_new = CATALOGUE.clone();
     too_new[10..12].copy_from_slice(&(wire::READER_VERSION + 1).to_le_bytes());
-    assert!(matches!(
-        Bundle::from_bytes(&too_new),
-        Err(BundleError::TooNew { .. })
-    ));
+    assert_eq!(
+        Bundle::from_bytes(&too_new).unwrap_err().kind(),
+        LoadErrorKind::TooNew
+    );
     let mut too_old = CATALOGUE.clone();
     too_old[8..10].copy_from_slice(&(wire::OLDEST_READABLE_VERSION - 1).to_le_bytes());
-    assert!(matches!(
-        Bundle::from_bytes(&too_old),
-        Err(BundleError::TooOld { .. })
-    ));
+    assert_eq!(
+        Bundle::from_bytes(&too_old).unwrap_err().kind(),
+        LoadErrorKind::TooOld
+    );
     // The regex-automata version lives in the header strings: "0.4" becomes "9.4". Unsealed,
     // that is damage; resealed, it is a bundle of another regex-automata.
     let mut other_automata = CATALOGUE.clone();
     let at = other_automata.windows(3).position(|w| w == b"0.4").unwrap();
     other_automata[at] = b'9';
     assert_eq!(
-        Bundle::from_bytes(&other_automata).unwrap_err(),
-        BundleError::HashMismatch
+        Bundle::from_bytes(&other_automata).unwrap_err().kind(),
+        LoadErrorKind::HashMismatch
     );
     rehash(&mut other_automata);
-    assert!(matches!(
-        Bundle::from_bytes(&other_automata),
-        Err(BundleError::RegexAutomataVersion { .. })
-    ));
+    assert_eq!(
+        Bundle::from_bytes(&other_automata).unwrap_err().kind(),
+        LoadErrorKind::RegexAutomataVersion
+    );
 }
 
 fn classify_a_few(bundle: &Bundle) {
@@ -156,11 +157,9 @@ fn classify_a_few(bundle: &Bundle) {
         "connect ECONNREFUSED",
         "é\u{212A}",
     ] {
-        let evidence = Evidence {
-            stderr: Some(text.to_owned()),
-            http_status: Some(503),
-            ..Evidence::default()
-        };
+        let evidence = Evidence::new()
+            .with_stderr(text.to_owned())
+            .with_http_status(503);
         let _ = bundle.classify(&evidence);
     }
 }
@@ -178,7 +177,8 @@ proptest! {
         let mut bytes = SMALL.clone();
         let at = at.index(bytes.len());
         bytes[at] ^= mask;
-        prop_assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), expected_refusal(&bytes, at));
+        let error = Bundle::from_bytes(&bytes).unwrap_err();
+        prop_assert_eq!((error.kind(), error.to_string()), expected_refusal(&bytes, at));
     }
 
     #[test]
@@ -228,20 +228,35 @@ fn a_section_offset_near_the_end_of_the_address_space_is_refused_not_overflowed(
 
 /// What the reader must answer for `bytes`, a copy of the catalogue's bundle with the byte at
 /// `at` changed: the versioned prefix is judged as such, every other byte by the content hash.
-fn expected_refusal(bytes: &[u8], at: usize) -> BundleError {
+/// The kind of the refusal and its message, word for word.
+fn expected_refusal(bytes: &[u8], at: usize) -> (LoadErrorKind, String) {
     let u16_at = |offset: usize| u16::from_le_bytes([bytes[offset], bytes[offset + 1]]);
     match at {
-        0..8 => BundleError::BadMagic,
-        8..10 if u16_at(8) < wire::OLDEST_READABLE_VERSION => BundleError::TooOld {
-            format_version: u16_at(8),
-            oldest_readable: wire::OLDEST_READABLE_VERSION,
-        },
-        10..12 if u16_at(10) > wire::READER_VERSION => BundleError::TooNew {
-            format_version: u16_at(8),
-            min_reader_version: u16_at(10),
-            reader_version: wire::READER_VERSION,
-        },
-        _ => BundleError::HashMismatch,
+        0..8 => (
+            LoadErrorKind::BadMagic,
+            "not a faultline bundle (bad magic bytes)".to_owned(),
+        ),
+        8..10 if u16_at(8) < wire::OLDEST_READABLE_VERSION => (
+            LoadErrorKind::TooOld,
+            format!(
+                "the bundle's format version {} is older than the oldest readable, {}; rebuild it",
+                u16_at(8),
+                wire::OLDEST_READABLE_VERSION
+            ),
+        ),
+        10..12 if u16_at(10) > wire::READER_VERSION => (
+            LoadErrorKind::TooNew,
+            format!(
+                "the bundle (format {}) needs reader version {}; this reader is version {}",
+                u16_at(8),
+                u16_at(10),
+                wire::READER_VERSION
+            ),
+        ),
+        _ => (
+            LoadErrorKind::HashMismatch,
+            "the bundle's content hash does not match its contents (corrupted file)".to_owned(),
+        ),
     }
 }
 
@@ -258,9 +273,13 @@ fn assert_every_change_is_refused(original: &[u8], at: usize, masks: &[u8]) {
         match Bundle::from_bytes(&bytes) {
             Ok(bundle) => panic!(
                 "byte {at} ^ {mask:#04x} was accepted (catalogue version `{}`)",
-                bundle.header().catalogue_version
+                bundle.header().catalogue_version()
             ),
-            Err(error) => assert_eq!(error, expected, "byte {at} ^ {mask:#04x}"),
+            Err(error) => assert_eq!(
+                (error.kind(), error.to_string()),
+                expected,
+                "byte {at} ^ {mask:#04x}"
+            ),
         }
     }
 }
@@ -314,8 +333,8 @@ fn bytes_added_or_removed_anywhere_are_refused() {
     let mut longer = bytes.clone();
     longer.push(0);
     assert_eq!(
-        Bundle::from_bytes(&longer).unwrap_err(),
-        BundleError::HashMismatch
+        Bundle::from_bytes(&longer).unwrap_err().kind(),
+        LoadErrorKind::HashMismatch
     );
     for at in [12, 30, 60, 90, header_len(bytes), bytes.len() / 2] {
         let mut shorter = bytes.clone();
@@ -340,25 +359,25 @@ fn a_changed_catalogue_version_is_refused_not_stamped_on_classifications() {
         .unwrap();
     bytes[at + version.len() - 1] = b'7';
     assert_eq!(
-        Bundle::from_bytes(&bytes).unwrap_err(),
-        BundleError::HashMismatch
+        Bundle::from_bytes(&bytes).unwrap_err().kind(),
+        LoadErrorKind::HashMismatch
     );
 }
 
 #[test]
 fn a_format_2_bundle_is_refused_as_too_old_and_a_format_3_reader_is_required() {
     let bundle = Bundle::from_bytes(&CATALOGUE).unwrap();
-    assert_eq!(bundle.header().format_version, wire::FORMAT_VERSION);
-    assert_eq!(bundle.header().min_reader_version, wire::READER_VERSION);
+    assert_eq!(bundle.header().format_version(), wire::FORMAT_VERSION);
+    assert_eq!(bundle.header().min_reader_version(), wire::READER_VERSION);
     let mut old = CATALOGUE.clone();
     old[8..10].copy_from_slice(&2u16.to_le_bytes());
     old[10..12].copy_from_slice(&1u16.to_le_bytes());
+    let error = Bundle::from_bytes(&old).unwrap_err();
+    assert_eq!(error.kind(), LoadErrorKind::TooOld);
+    assert_eq!(error.format_version(), Some(2));
     assert_eq!(
-        Bundle::from_bytes(&old).unwrap_err(),
-        BundleError::TooOld {
-            format_version: 2,
-            oldest_readable: 3
-        }
+        error.to_string(),
+        "the bundle's format version 2 is older than the oldest readable, 3; rebuild it"
     );
 }
 
@@ -434,18 +453,63 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
         |name: &str| std::fs::read(common::root().join("fixtures/bundles").join(name)).unwrap();
     // A stored bundle of the current format loads and classifies as its catalogue says.
     let current = Bundle::from_bytes(&golden("format-3-redaction-markers.flb")).unwrap();
-    assert_eq!(current.header().format_version, wire::FORMAT_VERSION);
-    let evidence = Evidence {
-        stderr: Some("session ses_abc123 expired".to_owned()),
-        ..Evidence::default()
-    };
+    assert_eq!(current.header().format_version(), wire::FORMAT_VERSION);
+    let evidence = Evidence::new().with_stderr("session ses_abc123 expired".to_owned());
     assert_eq!(
         current.classify(&evidence).rule,
         "markers.session_expired.v1"
     );
     // An older format is refused as too old, naming its version: never misread.
     match Bundle::from_bytes(&golden("format-2-redaction-markers.flb")) {
-        Err(BundleError::TooOld { format_version, .. }) => assert_eq!(format_version, 2),
+        Err(error) if error.kind() == LoadErrorKind::TooOld => {
+            assert_eq!(error.format_version(), Some(2))
+        }
         other => panic!("a format-2 bundle must be refused as too old: {other:?}"),
     }
+}
+
+#[test]
+fn the_views_show_the_rules_in_priority_order_with_their_matchers_and_automata() {
+    // Regression (issue 11): `inspect` and `explain` read the wire model, which every reader
+    // then depended on; they read these views now.
+    let bundle = Bundle::from_bytes(&CATALOGUE).unwrap();
+    let header = bundle.header();
+    assert_eq!(header.catalogue_version(), "provider-errors.v1");
+    assert_eq!(
+        header.redaction_version(),
+        faultline_runtime::REDACTION_VERSION
+    );
+    assert_eq!(header.content_hash_hex().len(), 64);
+    assert_eq!(&header.content_hash()[..], &CATALOGUE[wire::HASH_RANGE]);
+    let rules: Vec<_> = bundle.rules().collect();
+    assert!(rules.len() > 10);
+    for (index, rule) in rules.iter().enumerate() {
+        assert_eq!(rule.position().as_usize(), index);
+        assert_eq!(bundle.rule_position(rule.id()), Some(rule.position()));
+        assert_eq!(bundle.rule(rule.position()).unwrap().id(), rule.id());
+        assert!(!rule.code().is_empty() && !rule.tier().is_empty());
+        for matcher in rule.matchers().chain(rule.vetoes()) {
+            assert_eq!(
+                matcher.pattern().is_some(),
+                matcher.kind() == faultline_runtime::MatcherKind::Pattern
+            );
+        }
+    }
+    let winner = bundle.classify(&Evidence::new().with_http_status(529)).rule;
+    let position = bundle.rule_position(&winner).unwrap();
+    let (_, trace) = bundle.classify_traced(
+        &Evidence::new().with_http_status(529),
+        std::time::SystemTime::UNIX_EPOCH,
+    );
+    assert_eq!(trace.winner(), Some(position));
+    assert!(trace.fired(position));
+    assert_eq!(trace.steps().len(), rules.len());
+    let automata: Vec<_> = bundle.automata().collect();
+    assert!(!automata.is_empty());
+    assert!(
+        automata
+            .iter()
+            .all(|automaton| automaton.memory_bytes() > 0)
+    );
+    assert!(bundle.prefilter_literals().len() > 0);
 }

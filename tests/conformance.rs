@@ -22,8 +22,8 @@ mod common;
 
 use std::time::SystemTime;
 
-use faultline_runtime::timing::{parse_instant, reset_time};
 use faultline_runtime::{Bundle, Evidence, TimingExtractor};
+use faultline_runtime::{parse_instant, reset_time};
 use serde_json::Value;
 
 /// The clock of cases that name none.

@@ -47,12 +47,7 @@ fn engines(root: &str) -> Engines {
         .flat_map(|rule| rule.examples.iter().chain(&rule.counterexamples))
         .map(|example| example_evidence(&example.evidence))
         .collect();
-    let mut words: Vec<String> = bundle
-        .model()
-        .literals
-        .iter()
-        .map(|l| l.literal.clone())
-        .collect();
+    let mut words: Vec<String> = bundle.prefilter_literals().map(str::to_owned).collect();
     words.extend(
         [
             "API Error:",
@@ -227,16 +222,17 @@ fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {
                 stderr,
                 stdout,
                 managed_runtime_package_spec,
-            )| Evidence {
-                phase,
-                provider_id,
-                source,
-                http_status,
-                exit_code,
-                stderr,
-                stdout,
-                managed_runtime_package_spec,
-                reset_hint: None,
+            )| {
+                let mut built = Evidence::new();
+                built.phase = phase;
+                built.provider_id = provider_id;
+                built.source = source;
+                built.http_status = http_status;
+                built.exit_code = exit_code;
+                built.stderr = stderr;
+                built.stdout = stdout;
+                built.managed_runtime_package_spec = managed_runtime_package_spec;
+                built
             },
         )
 }

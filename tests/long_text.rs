@@ -1,5 +1,5 @@
 //! Rules match the whole text up to the documented bound (the last mebibyte,
-//! `faultline_runtime::text::MAX_MATCHED_BYTES`), and the excerpt stays bounded and shows the
+//! `faultline_runtime::MAX_MATCHED_BYTES`), and the excerpt stays bounded and shows the
 //! error that matched (issue 10, item 5; docs/evidence.md states the bounds).
 
 #![allow(
@@ -16,8 +16,8 @@ use std::sync::LazyLock;
 
 use faultline_compiler::reference::Reference;
 use faultline_compiler::{Compilation, Compiler};
-use faultline_runtime::sanitize::MAX_EXCERPT_BYTES;
-use faultline_runtime::text::MAX_MATCHED_BYTES;
+use faultline_runtime::MAX_EXCERPT_BYTES;
+use faultline_runtime::MAX_MATCHED_BYTES;
 use faultline_runtime::{Bundle, Confidence, Evidence, Phase};
 
 use common::FileSystem;
@@ -58,12 +58,10 @@ fn log(bytes: usize) -> String {
 const OVERLOADED: &str = r#"API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_***"}"#;
 
 fn streaming(stderr: String) -> Evidence {
-    Evidence {
-        phase: Some(Phase::Streaming),
-        provider_id: Some("claude-acp".to_owned()),
-        stderr: Some(stderr),
-        ..Evidence::default()
-    }
+    Evidence::new()
+        .with_phase(Phase::Streaming)
+        .with_provider_id("claude-acp".to_owned())
+        .with_stderr(stderr)
 }
 
 /// The compiled bundle and the reference interpreter agree, and the gate is sound.
@@ -134,18 +132,20 @@ fn the_tail_is_matched_up_to_the_bound_and_no_further() {
 fn the_tail_spans_both_streams() {
     // The error in stderr, a long stdout after it: the joined text's tail holds both only
     // while stdout is shorter than the bound.
-    let evidence = Evidence {
-        stdout: Some(log(64 * 1024)),
-        ..streaming(OVERLOADED.to_owned())
+    let evidence = {
+        let mut built = streaming(OVERLOADED.to_owned());
+        built.stdout = Some(log(64 * 1024));
+        built
     };
     assert_eq!(
         ENGINES.bundle.classify(&evidence).rule,
         "anthropic.overloaded.529.v1"
     );
     agree(&evidence);
-    let evidence = Evidence {
-        stdout: Some(log(MAX_MATCHED_BYTES + 10)),
-        ..streaming(OVERLOADED.to_owned())
+    let evidence = {
+        let mut built = streaming(OVERLOADED.to_owned());
+        built.stdout = Some(log(MAX_MATCHED_BYTES + 10));
+        built
     };
     assert_eq!(
         ENGINES.bundle.classify(&evidence).confidence,
@@ -156,14 +156,10 @@ fn the_tail_spans_both_streams() {
 
 #[test]
 fn raw_view_rules_read_the_tail_and_their_excerpt_shows_the_match() {
-    let evidence = Evidence {
-        phase: Some(Phase::SessionInit),
-        stderr: Some(format!(
+    let evidence = Evidence::new().with_phase(Phase::SessionInit).with_stderr(format!(
             "{}npm error code ENOTEMPTY\nnpm error path /home/alice/.npm/_npx/0123abcd/node_modules/x\nnpm error errno -66",
             log(9 * 1024)
-        )),
-        ..Evidence::default()
-    };
+        ));
     let classification = ENGINES.bundle.classify(&evidence);
     assert_eq!(classification.rule, "npm.enotempty.npx.v1");
     assert_eq!(
@@ -192,10 +188,11 @@ fn every_example_padded_with_log_agrees_with_the_reference() {
                 continue;
             };
             for padding in [5 * 1024, 70 * 1024] {
-                let padded = Evidence {
-                    stderr: Some(format!("{}{text}", log(padding))),
-                    stdout: None,
-                    ..evidence.clone()
+                let padded = {
+                    let mut built = evidence.clone();
+                    built.stderr = Some(format!("{}{text}", log(padding)));
+                    built.stdout = None;
+                    built
                 };
                 agree(&padded);
                 checked += 1;

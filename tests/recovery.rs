@@ -676,7 +676,7 @@ fn ac_24_a_signature_only_in_data_is_manual_on_every_occurrence() {
                 None,
             ),
         ));
-        assert_eq!(verdict.projection.message, "Internal error");
+        assert_eq!(verdict.projection.message(), "Internal error");
         assert_ne!(verdict.classification.code, "agent_transport_lost");
         assert_eq!(
             verdict.disposition,
@@ -690,7 +690,7 @@ fn ac_24_a_signature_only_in_data_is_manual_on_every_occurrence() {
 fn ac_22_the_projection_carries_the_model_settled_before_it_only() {
     let mut session = session("claude-acp");
     let first = terminal(&mut session, OVERLOADED_TERMINAL);
-    assert_eq!(first.projection.model_id, None);
+    assert_eq!(first.projection.model_id(), None);
     apply(
         &mut session,
         Event::ModelSettled {
@@ -700,7 +700,7 @@ fn ac_22_the_projection_carries_the_model_settled_before_it_only() {
     assert_eq!(
         terminal(&mut session, OVERLOADED_TERMINAL)
             .projection
-            .model_id,
+            .model_id(),
         None,
         "never retroactively"
     );
@@ -714,18 +714,9 @@ fn ac_22_the_projection_carries_the_model_settled_before_it_only() {
             None,
         ),
     ));
-    assert_eq!(
-        verdict.projection.model_id.as_deref(),
-        Some("claude-sonnet-4")
-    );
-    assert_eq!(
-        verdict.projection.error_kind.as_deref(),
-        Some("server_error")
-    );
-    assert_eq!(
-        verdict.projection.provider_id.as_deref(),
-        Some("claude-acp")
-    );
+    assert_eq!(verdict.projection.model_id(), Some("claude-sonnet-4"));
+    assert_eq!(verdict.projection.error_kind(), Some("server_error"));
+    assert_eq!(verdict.projection.provider_id(), Some("claude-acp"));
 }
 
 fn cursor_marker(text: &str) -> Event {
@@ -753,11 +744,8 @@ fn ac_12_ac_14_ac_15_a_settled_cursor_marker_yields_exactly_one_failure() {
     );
     assert_eq!(outcome, Outcome::CursorMarkerPending, "suppressed");
     let verdict = verdict_of(apply(&mut session, returned()));
-    assert_eq!(
-        verdict.projection.provider_id.as_deref(),
-        Some("cursor-acp")
-    );
-    assert!(verdict.projection.message.contains("PING timed out"));
+    assert_eq!(verdict.projection.provider_id(), Some("cursor-acp"));
+    assert!(verdict.projection.message().contains("PING timed out"));
     assert_eq!(verdict.classification.class.as_str(), "transient");
     assert_eq!(
         verdict.safety,
@@ -867,7 +855,7 @@ fn ac_13_a_later_marker_re_arms_and_carries_its_own_cause() {
         cursor_marker("Error: RetriableError: [unavailable] PING timed out"),
     );
     let verdict = verdict_of(apply(&mut session, returned()));
-    assert!(verdict.projection.message.contains("PING timed out"));
+    assert!(verdict.projection.message().contains("PING timed out"));
     assert_eq!(
         verdict.safety,
         Safety::OutputObserved,

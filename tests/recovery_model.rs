@@ -28,17 +28,15 @@ use std::time::SystemTime;
 
 use faultline_acp::dialect::recovery_profile;
 use faultline_recovery::cursor::{self, RetriableChunk};
-use faultline_recovery::projection::{
-    ProjectionSource, PromptError, ProviderProjection, project_prompt_error, projected_message,
-};
+use faultline_recovery::projection::{PromptError, ProviderProjection, project_prompt_error};
 use faultline_recovery::prompt::{
     Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict,
     normalize_provider_diagnostic as normalize, provider_diagnostic_candidate,
 };
 use faultline_recovery::response_attempt::ToolScope;
 use faultline_recovery::{Effect, Recovery, RecoveryEvent as Event};
-use faultline_runtime::vocab::{Class, Confidence, Phase};
 use faultline_runtime::{Bundle, Classification, Evidence};
+use faultline_runtime::{Class, Confidence, Phase};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -153,13 +151,14 @@ fn classify_in(phase: Phase, provider: &str, text: &str, at: &str) -> Classifica
     let now = if at.is_empty() {
         SystemTime::UNIX_EPOCH
     } else {
-        faultline_runtime::timing::parse_instant(at).unwrap()
+        faultline_runtime::parse_instant(at).unwrap()
     };
-    let evidence = Evidence {
-        phase: Some(phase),
-        provider_id: (!provider.is_empty()).then(|| provider.to_owned()),
-        stderr: Some(text.to_owned()),
-        ..Evidence::default()
+    let evidence = {
+        let mut built = Evidence::new();
+        built.phase = Some(phase);
+        built.provider_id = (!provider.is_empty()).then(|| provider.to_owned());
+        built.stderr = Some(text.to_owned());
+        built
     };
     let classification = BUNDLE.classify_at(&evidence, now);
     CLASSIFIED.with(|cache| cache.borrow_mut().insert(key, classification.clone()));
@@ -635,7 +634,7 @@ impl View<'_> {
         lifecycle: Option<&LifecycleSnapshot>,
         occurred_at: &str,
     ) -> Verdict {
-        let terminal = classify(self.provider, &projection.message);
+        let terminal = classify(self.provider, projection.message());
         let mut recorded_provider_diagnostic = None;
         let safety = 'safety: {
             // "No attempt was ever begun" outranks a retired lifecycle: the reference's
@@ -719,7 +718,7 @@ impl View<'_> {
                                 "no high-confidence, fallback-eligible code".to_owned()
                             },
                         }
-                    } else if !norm(&projection.message).contains(&text) {
+                    } else if !norm(projection.message()).contains(&text) {
                         Safety::ProviderDiagnosticNotContained { code }
                     } else {
                         Safety::SafeProviderDiagnosticConfirmed { code }
@@ -735,7 +734,7 @@ impl View<'_> {
             Safety::EffectObserved => Phase::ToolExecution,
             _ => Phase::Streaming,
         };
-        let classification = classify_in(phase, self.provider, &projection.message, occurred_at);
+        let classification = classify_in(phase, self.provider, projection.message(), occurred_at);
         let disposition = if safety.is_safe() && policy_recovers(&classification) {
             Disposition::Automatic
         } else {
@@ -807,14 +806,7 @@ impl View<'_> {
                 Some(observed) => {
                     // §D.5: one structured failure; the Cursor path carries no metadata
                     // beyond its own source and provider (§D.8 "return earlier").
-                    let projection = ProviderProjection {
-                        source: ProjectionSource::CursorAcp,
-                        message: projected_message(&observed),
-                        rpc_code: None,
-                        error_kind: None,
-                        provider_id: Some(CURSOR.to_owned()),
-                        model_id: None,
-                    };
+                    let projection = ProviderProjection::cursor_retriable(&observed, CURSOR);
                     Outcome::Failed(Box::new(self.verdict(claim, projection, None, occurred_at)))
                 }
                 None => Outcome::Completed,

@@ -28,8 +28,8 @@ mod common;
 use std::sync::LazyLock;
 use std::time::SystemTime;
 
-use faultline_runtime::timing::parse_instant;
-use faultline_runtime::{Bundle, Classification, Evidence, TextViews, sanitize};
+use faultline_runtime::parse_instant;
+use faultline_runtime::{Bundle, Classification, Evidence, TextViews, redact_credentials};
 use serde_json::Value;
 
 static BUNDLE: LazyLock<Bundle> = LazyLock::new(common::catalogue_bundle);
@@ -500,7 +500,7 @@ fn outputs(evidence: &Evidence, now: SystemTime) -> (Classification, String) {
         text.push('\u{0}');
         text.push_str(views.sanitized());
     }
-    for step in &trace.timing {
+    for step in trace.timing() {
         text.push('\u{0}');
         text.push_str(&format!("{}: {:?}", step.source, step.outcome));
     }
@@ -520,7 +520,7 @@ fn check(evidence: &Evidence, planted: &Planted, now: SystemTime) -> Result<(), 
     }
     if planted.tier == Tier::Credential {
         let planted_text = evidence.raw_text();
-        let credentials = sanitize::credentials_unbounded(&planted_text);
+        let credentials = redact_credentials(&planted_text);
         if let Some(window) = leaked(&planted.secrets, &credentials) {
             return Err(format!(
                 "`{window}` in the credential tier's output {credentials:?}"
@@ -659,12 +659,9 @@ fn explain_prints_no_planted_secret() {
 #[test]
 fn npx_remediation_is_exactly_one_clean_path() {
     let token = "ghp_Zq9xW2vB7nK4mP3rT6yU8aS1dF5gH0jL2kQw";
-    let evidence = Evidence {
-        stderr: Some(format!(
+    let evidence = Evidence::new().with_stderr(format!(
             "npm error code ENOTEMPTY: fetch https://registry.example/ with npm_token={token} failed; rename /home/alice/.npm/_npx/0123abcd"
-        )),
-        ..Evidence::default()
-    };
+        ));
     let classification = BUNDLE.classify(&evidence);
     assert_eq!(classification.rule, "npm.enotempty.npx.v1");
     assert_eq!(
@@ -673,21 +670,15 @@ fn npx_remediation_is_exactly_one_clean_path() {
     );
     assert!(!classification.excerpt.contains("Zq9xW2vB"));
     // The reference's pinned case keeps its home directory.
-    let pinned = Evidence {
-        stderr: Some("npm error code ENOTEMPTY\nnpm error syscall rename\nnpm error path /Users/cfl/.npm/_npx/d820eb7d96bc2600/node_modules/@anthropic-ai/claude-agent-sdk-darwin-arm64\nnpm error errno -66".to_owned()),
-        ..Evidence::default()
-    };
+    let pinned = Evidence::new().with_stderr("npm error code ENOTEMPTY\nnpm error syscall rename\nnpm error path /Users/cfl/.npm/_npx/d820eb7d96bc2600/node_modules/@anthropic-ai/claude-agent-sdk-darwin-arm64\nnpm error errno -66".to_owned());
     assert_eq!(
         BUNDLE.classify(&pinned).remediation.as_deref(),
         Some("/Users/cfl/.npm/_npx/d820eb7d96bc2600")
     );
     // A path that itself holds a credential shape is never reported: the rule does not fire.
-    let shaped = Evidence {
-        stderr: Some(format!(
-            "npm error code ENOTEMPTY\nnpm error path /home/{token}/.npm/_npx/0123abcd/x"
-        )),
-        ..Evidence::default()
-    };
+    let shaped = Evidence::new().with_stderr(format!(
+        "npm error code ENOTEMPTY\nnpm error path /home/{token}/.npm/_npx/0123abcd/x"
+    ));
     let classification = BUNDLE.classify(&shaped);
     assert_ne!(classification.rule, "npm.enotempty.npx.v1");
     assert_eq!(classification.remediation, None);
@@ -697,10 +688,7 @@ fn npx_remediation_is_exactly_one_clean_path() {
         "npm error code ENOTEMPTY see https://x.example/home/alice/.npm/_npx/0c and (/tmp/h/.npm/_npx/0d)",
         "npm error code ENOTEMPTY path=/srv/../etc/.npm/_npx/0e then \"/opt/h/.npm/_npx/0f\"",
     ] {
-        let evidence = Evidence {
-            stderr: Some(text.to_owned()),
-            ..Evidence::default()
-        };
+        let evidence = Evidence::new().with_stderr(text.to_owned());
         let remediation = BUNDLE.classify(&evidence).remediation.unwrap();
         assert!(
             remediation.starts_with('/')
@@ -762,11 +750,9 @@ fn each_leak_of_issue_10_is_closed_in_the_excerpt() {
         ),
     ];
     for (text, secret) in cases {
-        let evidence = Evidence {
-            phase: Some(faultline_runtime::Phase::Streaming),
-            stderr: Some(text.to_owned()),
-            ..Evidence::default()
-        };
+        let evidence = Evidence::new()
+            .with_phase(faultline_runtime::Phase::Streaming)
+            .with_stderr(text.to_owned());
         let classification = BUNDLE.classify(&evidence);
         let json = serde_json::to_string(&classification).unwrap();
         assert!(!json.contains(secret), "{text} → {json}");

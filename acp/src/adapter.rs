@@ -392,7 +392,7 @@ impl Adapter {
         let projection =
             project_prompt_error(&raw, &self.provider_id, self.settled_model().as_deref());
         let error = PromptError {
-            error_kind: projection.error_kind.clone(),
+            error_kind: projection.error_kind().map(str::to_owned),
             ..raw
         };
         PromptFailure { projection, error }

@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use faultline_dsl::{Code, Diagnostic};
-use faultline_runtime::bundle::{REGEX_SIZE_LIMIT, Step};
-use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, TextView};
+use faultline_runtime::build::REGEX_SIZE_LIMIT;
+use faultline_runtime::{Bundle, Evidence, EvidenceField, Phase, RulePosition, Step, TextView};
 use regex_automata::Anchored;
 use regex_automata::dfa::{Automaton as _, dense};
 use regex_automata::util::primitives::StateID;
@@ -811,9 +811,10 @@ impl Analyzer<'_> {
         self.bundle.classify(evidence)
     }
 
-    /// Whether the rule at bundle position `position` fires on `evidence`, alone.
-    fn fires(&self, position: usize, evidence: &Evidence) -> bool {
-        self.bundle.rule_step(position, evidence) == Some(Step::Fired)
+    /// Whether the rule at bundle position `position` fires on `evidence`, alone (never, for a
+    /// rule the bundle does not hold).
+    fn fires(&self, position: Option<RulePosition>, evidence: &Evidence) -> bool {
+        position.and_then(|position| self.bundle.rule_step(position, evidence)) == Some(Step::Fired)
     }
 
     /// Finds the first witness of a query on which `verify` holds.
@@ -851,7 +852,7 @@ impl Analyzer<'_> {
             return true;
         }
         let components: Vec<&Component> = text.components.iter().collect();
-        let position = self.bundle.rule_position(&rule.id).unwrap_or(usize::MAX);
+        let position = self.bundle.rule_position(&rule.id);
         !matches!(
             self.verified(&[index], &components, |evidence| {
                 self.fires(position, evidence)
@@ -876,7 +877,7 @@ impl Analyzer<'_> {
                 continue;
             }
             let components: Vec<&Component> = text.components.iter().collect();
-            let position = self.bundle.rule_position(&rule.id).unwrap_or(usize::MAX);
+            let position = self.bundle.rule_position(&rule.id);
             match self.verified(&[index], &components, |evidence| {
                 self.fires(position, evidence)
             }) {
@@ -1056,8 +1057,8 @@ impl Analyzer<'_> {
         let components: Vec<&Component> =
             text_a.components.iter().chain(&text_b.components).collect();
         let (position_a, position_b) = (
-            self.bundle.rule_position(&rule_a.id).unwrap_or(usize::MAX),
-            self.bundle.rule_position(&rule_b.id).unwrap_or(usize::MAX),
+            self.bundle.rule_position(&rule_a.id),
+            self.bundle.rule_position(&rule_b.id),
         );
         match self.verified(&[a, b], &components, |evidence| {
             self.fires(position_a, evidence) && self.fires(position_b, evidence)
@@ -1252,7 +1253,7 @@ impl Analyzer<'_> {
                 continue;
             }
             let id = rule.id.clone();
-            let position = self.bundle.rule_position(&id).unwrap_or(usize::MAX);
+            let position = self.bundle.rule_position(&id);
             let mut excluded: Vec<Component> = Vec::new();
             let mut covering_rules: Vec<usize> = Vec::new();
             let mut verdict: Option<Result<(), ()>> = None;

@@ -671,14 +671,14 @@ impl Checker<'_> {
     fn fixed_excerpt(&mut self, file: &Arc<SourceFile>, text: &StringLit) -> Option<String> {
         let problem = if text.value.trim().is_empty() {
             Some("the excerpt is empty".to_owned())
-        } else if text.value.len() > faultline_runtime::sanitize::MAX_EXCERPT_BYTES {
+        } else if text.value.len() > faultline_runtime::MAX_EXCERPT_BYTES {
             Some(format!(
                 "{} bytes, more than the {}-byte excerpt bound",
                 text.value.len(),
-                faultline_runtime::sanitize::MAX_EXCERPT_BYTES
+                faultline_runtime::MAX_EXCERPT_BYTES
             ))
         } else {
-            let redacted = faultline_runtime::sanitize::diagnostic(&text.value);
+            let redacted = faultline_runtime::redact_diagnostic(&text.value);
             (redacted != text.value).then(|| format!("redaction would rewrite it as `{redacted}`"))
         };
         let Some(problem) = problem else {

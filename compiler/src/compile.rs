@@ -11,7 +11,7 @@ use std::path::Path;
 use faultline_dsl::SourceProvider;
 use salsa::Setter as _;
 
-use faultline_runtime::bundle::model::{RemediationEntry, RuleEntry};
+use faultline_runtime::build::{RemediationEntry, RuleEntry};
 
 use crate::analysis::{self, AnalysisBudget};
 use crate::db::{Database, Db, SourceInput, parsed};
@@ -53,17 +53,17 @@ impl Compilation {
 
 /// The evidence an example stands for.
 pub fn example_evidence(evidence: &ExampleEvidence) -> Evidence {
-    Evidence {
-        phase: evidence.phase,
-        provider_id: evidence.provider_id.clone(),
-        source: evidence.source,
-        exit_code: evidence.exit_code,
-        http_status: evidence.http_status,
-        reset_hint: evidence.reset_hint.clone(),
-        stderr: evidence.stderr.clone(),
-        stdout: evidence.stdout.clone(),
-        managed_runtime_package_spec: evidence.managed_runtime_package_spec.clone(),
-    }
+    let mut out = Evidence::new();
+    out.phase = evidence.phase;
+    out.provider_id = evidence.provider_id.clone();
+    out.source = evidence.source;
+    out.exit_code = evidence.exit_code;
+    out.http_status = evidence.http_status;
+    out.reset_hint = evidence.reset_hint.clone();
+    out.stderr = evidence.stderr.clone();
+    out.stdout = evidence.stdout.clone();
+    out.managed_runtime_package_spec = evidence.managed_runtime_package_spec.clone();
+    out
 }
 
 /// SHA-256 over every source file, in load order: name, NUL, text, NUL.

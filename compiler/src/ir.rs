@@ -107,7 +107,7 @@ impl RuleDef {
 }
 
 /// Structured guards; `None` means "any value". The same type the bundle carries.
-pub type Guards = faultline_runtime::bundle::model::GuardsEntry;
+pub type Guards = faultline_runtime::build::GuardsEntry;
 
 /// A text matcher over one view of the evidence text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! digits and `_`, lowercased, of at least [`MIN_WORD`] characters. Redaction only removes text
 //! and writes markers between non-word characters, so a word of the sanitized view is also in
 //! the raw text the prefilter scans, except the words of the markers it introduces
-//! (`faultline_runtime::sanitize::INTRODUCED_WORDS`): a requirement on any part of those is
+//! (`faultline_runtime::build::INTRODUCED_WORDS`): a requirement on any part of those is
 //! dropped, and the rule is never skipped.
 
 use regex_syntax::hir::{Class, Hir, HirKind};
@@ -174,7 +174,7 @@ pub fn literal_requirement(literal: &str) -> Option<Requirement> {
 /// one (`invalid` contains `id`) cannot be spelled by a marker.
 pub fn touches_introduced_words(requirement: &Requirement) -> bool {
     requirement.words.iter().any(|word| {
-        faultline_runtime::sanitize::INTRODUCED_WORDS
+        faultline_runtime::build::INTRODUCED_WORDS
             .iter()
             .any(|introduced| introduced.contains(word.as_str()))
     })

@@ -18,13 +18,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use faultline_dsl::{Code, Diagnostic, Span};
-use faultline_runtime::bundle::model::{
+use faultline_runtime::build::{BundleContents, WriteError};
+use faultline_runtime::build::{
     CatalogueModel, CodeEntry, DfaEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
     PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
 };
-use faultline_runtime::bundle::{Header, wire};
-use faultline_runtime::sanitize::REDACTION_VERSION;
-use faultline_runtime::{Bundle, TextView};
+use faultline_runtime::{REDACTION_VERSION, TextView};
 use regex_automata::dfa::{StartKind, dense};
 use regex_automata::nfa::thompson;
 use regex_automata::{MatchKind, util::syntax};
@@ -53,7 +52,7 @@ pub struct Budget {
     pub nfa_bytes: usize,
     /// Size of the compiled program of every `regex` built from a pattern (the exact regexes
     /// that confirm widened patterns and extract captures). Never more than the runtime's
-    /// [`faultline_runtime::bundle::REGEX_SIZE_LIMIT`], under which bundles load.
+    /// [`faultline_runtime::build::REGEX_SIZE_LIMIT`], under which bundles load.
     pub regex_bytes: usize,
     /// Deepest nesting of groups, repetitions and classes in a pattern (at most
     /// [`crate::pattern::MAX_NEST_LIMIT`]); deeper patterns are FL0027.
@@ -70,7 +69,7 @@ impl Default for Budget {
             view_dfa_bytes: 32 << 20,
             determinize_bytes: 128 << 20,
             nfa_bytes: 16 << 20,
-            regex_bytes: faultline_runtime::bundle::REGEX_SIZE_LIMIT,
+            regex_bytes: faultline_runtime::build::REGEX_SIZE_LIMIT,
             nest_limit: crate::pattern::NEST_LIMIT,
             pattern_bytes: 256 << 10,
         }
@@ -81,7 +80,7 @@ impl Budget {
     /// The regex size limit in force: the configured one, capped at the runtime's.
     pub fn regex_limit(&self) -> usize {
         self.regex_bytes
-            .min(faultline_runtime::bundle::REGEX_SIZE_LIMIT)
+            .min(faultline_runtime::build::REGEX_SIZE_LIMIT)
     }
 }
 
@@ -1022,21 +1021,19 @@ fn lower_included(
     })
 }
 
-/// Writes the bundle bytes for a lowered catalogue.
+/// Writes the bundle bytes for a lowered catalogue. The writer stamps the format and its
+/// versions and the content hash; this passes only what the compiler knows.
 pub fn write_bundle(
     catalogue: &Catalogue,
     lowered: &Lowered,
     manifest_hash: [u8; 32],
-) -> Result<Vec<u8>, String> {
-    let header = Header {
-        format_version: wire::FORMAT_VERSION,
-        min_reader_version: wire::READER_VERSION,
-        content_hash: [0; 32],
+) -> Result<Vec<u8>, WriteError> {
+    faultline_runtime::build::write(&BundleContents {
+        catalogue_name: &catalogue.name,
+        catalogue_version: &catalogue.version,
+        compiler_version: env!("CARGO_PKG_VERSION"),
         manifest_hash,
-        catalogue_name: catalogue.name.clone(),
-        catalogue_version: catalogue.version.clone(),
-        compiler_version: env!("CARGO_PKG_VERSION").to_owned(),
-        regex_automata_version: wire::REGEX_AUTOMATA_FAMILY.to_owned(),
-    };
-    Bundle::write(&header, &lowered.model, &lowered.dfas).map_err(|error| error.to_string())
+        model: &lowered.model,
+        automata: &lowered.dfas,
+    })
 }

@@ -38,7 +38,7 @@ pub fn parse_hir(pattern: &str) -> Result<regex_syntax::hir::Hir, String> {
 pub fn regex(pattern: &str, size_limit: usize) -> Result<regex::Regex, regex::Error> {
     regex::RegexBuilder::new(pattern)
         .size_limit(size_limit)
-        .dfa_size_limit(faultline_runtime::bundle::REGEX_DFA_SIZE_LIMIT)
+        .dfa_size_limit(faultline_runtime::build::REGEX_DFA_SIZE_LIMIT)
         .nest_limit(DOWNSTREAM_NEST_LIMIT)
         .build()
 }

@@ -5,7 +5,7 @@
 //! order, and exists to be compared with it: the compiled bundle must agree with it on every
 //! input.
 
-use faultline_runtime::{Evidence, EvidenceField, TextView, TextViews, sanitize};
+use faultline_runtime::{Evidence, EvidenceField, TextView, TextViews, holds_credential};
 use regex::Regex;
 
 use crate::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
@@ -19,7 +19,7 @@ pub struct Reference {
 
 /// Compiles a regex under the runtime's limits: the reference is as bounded as the bundle.
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    crate::pattern::regex(pattern, faultline_runtime::bundle::REGEX_SIZE_LIMIT)
+    crate::pattern::regex(pattern, faultline_runtime::build::REGEX_SIZE_LIMIT)
 }
 
 fn matcher_regex(matcher: &TextMatcher) -> Result<Option<Regex>, regex::Error> {
@@ -176,7 +176,7 @@ impl Reference {
                         .and_then(|c| c.get(*group as usize))
                         .map(|g| g.as_str().to_owned());
                     match value {
-                        Some(value) if !sanitize::holds_credential(&value) => {
+                        Some(value) if !holds_credential(&value) => {
                             return Some((rule.id.clone(), Some(value)));
                         }
                         _ => continue,

@@ -6,14 +6,14 @@
 //! the hash check and the deeper validation would never be reached.
 #![no_main]
 
-use faultline_runtime::bundle::wire;
+use faultline_runtime::build::{HASH_RANGE, content_hash};
 use faultline_runtime::{Bundle, Evidence};
 use libfuzzer_sys::fuzz_target;
 
 fn load_and_classify(bytes: &[u8]) {
     if let Ok(bundle) = Bundle::from_bytes(bytes) {
         for text in ["", "API Error: 529 overloaded", "connect ECONNREFUSED"] {
-            let evidence = Evidence { stderr: Some(text.to_owned()), ..Evidence::default() };
+            let evidence = Evidence::new().with_stderr(text.to_owned());
             let _ = bundle.classify(&evidence);
         }
     }
@@ -21,9 +21,9 @@ fn load_and_classify(bytes: &[u8]) {
 
 fuzz_target!(|bytes: &[u8]| {
     load_and_classify(bytes);
-    if let Ok(hash) = wire::content_hash(bytes) {
+    if let Some(hash) = content_hash(bytes) {
         let mut resealed = bytes.to_vec();
-        if let Some(field) = resealed.get_mut(wire::HASH_RANGE) {
+        if let Some(field) = resealed.get_mut(HASH_RANGE) {
             field.copy_from_slice(&hash);
             load_and_classify(&resealed);
         }

@@ -28,7 +28,7 @@ static ENGINES: LazyLock<(Bundle, Reference)> = LazyLock::new(|| {
 
 fuzz_target!(|text: &str| {
     let (bundle, reference) = &*ENGINES;
-    let evidence = Evidence { stderr: Some(text.to_owned()), ..Evidence::default() };
+    let evidence = Evidence::new().with_stderr(text.to_owned());
     let compiled = bundle.classify(&evidence).rule;
     let expected = reference.classify(&evidence).map(|(rule, _)| rule);
     assert_eq!(Some(compiled), expected, "disagreement on {text:?}");

@@ -563,14 +563,14 @@ mod rfc3339 {
         instant: &SystemTime,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&faultline_runtime::timing::format_instant(*instant))
+        serializer.serialize_str(&faultline_runtime::format_instant(*instant))
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<SystemTime, D::Error> {
         let text = String::deserialize(deserializer)?;
-        faultline_runtime::timing::parse_instant(&text).map_err(serde::de::Error::custom)
+        faultline_runtime::parse_instant(&text).map_err(serde::de::Error::custom)
     }
 }
 

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use faultline_runtime::sanitize;
+use faultline_runtime::redact_provider_message;
 
 /// The message a projection carries when sanitizing leaves nothing of the original.
 pub const EMPTY_MESSAGE: &str = "provider prompt error";
@@ -91,30 +91,105 @@ pub enum ProjectionSource {
 }
 
 /// The sanitized provider failure that crosses the boundary.
+///
+/// Its promise holds by construction: the fields are private and every constructor
+/// ([`project_prompt_error`], [`ProviderProjection::cursor_retriable`], and reading one back
+/// from its serde form) sanitizes the message with the provider-message tier and never leaves it
+/// empty ([`projected_message`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "WireProjection")]
 pub struct ProviderProjection {
+    source: ProjectionSource,
+    message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rpc_code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error_kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provider_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model_id: Option<String>,
+}
+
+/// A projection as it is written, before its message is sanitized again: what a reader trusts
+/// no more than any other text.
+#[derive(Deserialize)]
+struct WireProjection {
+    source: ProjectionSource,
+    message: String,
+    #[serde(default)]
+    rpc_code: Option<i64>,
+    #[serde(default)]
+    error_kind: Option<String>,
+    #[serde(default)]
+    provider_id: Option<String>,
+    #[serde(default)]
+    model_id: Option<String>,
+}
+
+impl From<WireProjection> for ProviderProjection {
+    fn from(wire: WireProjection) -> Self {
+        ProviderProjection {
+            source: wire.source,
+            message: projected_message(&wire.message),
+            rpc_code: wire.rpc_code,
+            error_kind: error_kind(wire.error_kind.as_deref()),
+            provider_id: wire.provider_id.filter(|id| !id.is_empty()),
+            model_id: wire.model_id.filter(|id| !id.is_empty()),
+        }
+    }
+}
+
+impl ProviderProjection {
+    /// The projection of Cursor's `RetriableError` control chunk (`observed`, its text), settled
+    /// after the prompt returned: it carries no metadata beyond its source and the adapter's
+    /// provider id (omitted when empty).
+    pub fn cursor_retriable(observed: &str, provider_id: &str) -> ProviderProjection {
+        ProviderProjection {
+            source: ProjectionSource::CursorAcp,
+            message: projected_message(observed),
+            rpc_code: None,
+            error_kind: None,
+            provider_id: (!provider_id.is_empty()).then(|| provider_id.to_owned()),
+            model_id: None,
+        }
+    }
+
     /// Where it came from.
-    pub source: ProjectionSource,
+    pub fn source(&self) -> ProjectionSource {
+        self.source
+    }
+
     /// The sanitized message (provider-message tier, at most 2048 bytes, never empty).
-    pub message: String,
-    /// The JSON-RPC error code; absent when zero.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rpc_code: Option<i64>,
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The JSON-RPC error code; `None` when zero.
+    pub fn rpc_code(&self) -> Option<i64> {
+        self.rpc_code
+    }
+
     /// The adapter-declared error kind, when `data.errorKind` is a short plain token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<String>,
+    pub fn error_kind(&self) -> Option<&str> {
+        self.error_kind.as_deref()
+    }
+
     /// The adapter's negotiated provider id, never parsed from text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_id: Option<String>,
+    pub fn provider_id(&self) -> Option<&str> {
+        self.provider_id.as_deref()
+    }
+
     /// The session's settled model id, as settled when the projection was built.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_id: Option<String>,
+    pub fn model_id(&self) -> Option<&str> {
+        self.model_id.as_deref()
+    }
 }
 
 /// The sanitized message of a projection: the provider-message tier of `text`, or
 /// [`EMPTY_MESSAGE`] when nothing survives.
 pub fn projected_message(text: &str) -> String {
-    let message = sanitize::provider_message(text);
+    let message = redact_provider_message(text);
     if message.trim().is_empty() {
         EMPTY_MESSAGE.to_owned()
     } else {
@@ -228,5 +303,42 @@ mod tests {
             (None, None, None)
         );
         assert_eq!(zero.message, EMPTY_MESSAGE);
+    }
+
+    #[test]
+    fn a_projection_read_back_is_sanitized_and_never_empty() {
+        // Regression (issue 11): the fields were public, so any code (or a deserialized verdict)
+        // could carry an unsanitized or empty message across the boundary.
+        let read = |value: serde_json::Value| -> ProviderProjection {
+            serde_json::from_value(value).unwrap()
+        };
+        let empty = read(json!({"source": "acp_prompt", "message": "  "}));
+        assert_eq!(empty.message(), EMPTY_MESSAGE);
+        let secret = read(json!({
+            "source": "cursor_acp",
+            "message": "failed with api_key=sk-live-0123456789abcdef0123",
+            "provider_id": "",
+            "error_kind": "has space",
+        }));
+        assert!(
+            !secret.message().contains("sk-live"),
+            "{}",
+            secret.message()
+        );
+        assert_eq!((secret.provider_id(), secret.error_kind()), (None, None));
+        // A projection the constructors built reads back as itself.
+        let built = project_prompt_error(
+            &PromptError {
+                code: -32603,
+                message: "Internal error: API Error: 529 Overloaded".to_owned(),
+                error_kind: Some("server_error".to_owned()),
+            },
+            "claude-acp",
+            Some("claude-sonnet-4"),
+        );
+        assert_eq!(read(serde_json::to_value(&built).unwrap()), built);
+        let cursor = ProviderProjection::cursor_retriable("", "cursor-acp");
+        assert_eq!(cursor.message(), EMPTY_MESSAGE);
+        assert_eq!(read(serde_json::to_value(&cursor).unwrap()), cursor);
     }
 }

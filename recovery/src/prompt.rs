@@ -6,7 +6,7 @@
 //! (AC .29).
 //!
 //! Normalization for diagnostic–terminal containment (AC .23, reference §H.4): both texts go
-//! through the provider-message tier ([`faultline_runtime::sanitize::provider_message`]) —
+//! through the provider-message tier ([`faultline_runtime::redact_provider_message`]) —
 //! trim, collapse whitespace runs, and also redact credentials, URLs and ids and trim trailing
 //! `.:;,-`. The spec's trim-and-collapse alone is not enough here: the terminal message reaches
 //! the engine already projected through that tier, so a diagnostic normalized differently
@@ -17,9 +17,9 @@
 
 use std::time::SystemTime;
 
-use faultline_runtime::sanitize;
-use faultline_runtime::vocab::{Class, Confidence, Phase};
 use faultline_runtime::{Bundle, Classification, Evidence};
+use faultline_runtime::{Class, Confidence, Phase};
+use faultline_runtime::{redact_credentials, redact_provider_message};
 use serde::{Deserialize, Serialize};
 
 use crate::projection::ProviderProjection;
@@ -257,18 +257,17 @@ pub enum Outcome {
 /// The normalization of a provider diagnostic and of the terminal message it must be contained
 /// in (AC .23; see the [module documentation](self)).
 pub fn normalize_provider_diagnostic(text: &str) -> String {
-    sanitize::provider_message(text)
+    redact_provider_message(text)
 }
 
 /// A chunk or terminal text as the marker and the correlation classify it: phase
 /// `prompt_send`, the adapter's provider id, the text as standard error.
 pub(crate) fn text_evidence(provider_id: &str, text: &str) -> Evidence {
-    Evidence {
-        phase: Some(Phase::PromptSend),
-        provider_id: (!provider_id.is_empty()).then(|| provider_id.to_owned()),
-        stderr: Some(text.to_owned()),
-        ..Evidence::default()
-    }
+    let mut evidence = Evidence::new()
+        .with_phase(Phase::PromptSend)
+        .with_stderr(text);
+    evidence.provider_id = (!provider_id.is_empty()).then(|| provider_id.to_owned());
+    evidence
 }
 
 /// Classifies [`text_evidence`]. The clock is fixed (timing hints play no part here), so the
@@ -314,5 +313,5 @@ pub fn provider_diagnostic_candidate(
 /// (AC .29): credential-only redaction, unbounded, so task and session ids the agent's tools
 /// need survive. Provider output and failure reasons use the diagnostic tier instead.
 pub fn redact_launch_prompt(prompt: &str) -> String {
-    sanitize::credentials_unbounded(prompt)
+    redact_credentials(prompt)
 }

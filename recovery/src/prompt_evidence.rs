@@ -13,13 +13,11 @@ use std::time::SystemTime;
 
 use faultline_runtime::Bundle;
 use faultline_runtime::Evidence;
-use faultline_runtime::vocab::Phase;
+use faultline_runtime::Phase;
 
 use crate::ProviderProfile;
 use crate::cursor::{self, RetriableChunk};
-use crate::projection::{
-    ProjectionSource, PromptError, ProviderProjection, project_prompt_error, projected_message,
-};
+use crate::projection::{PromptError, ProviderProjection, project_prompt_error};
 use crate::prompt::{
     Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict, classify_text,
     fallback_eligible, normalize_provider_diagnostic, recoverable,
@@ -349,15 +347,7 @@ impl PromptEvidence {
         match pending {
             // The barrier: the prompt settled with a marker still pending, so Cursor gave up.
             Some(observed) => {
-                let message = projected_message(&observed);
-                let projection = ProviderProjection {
-                    source: ProjectionSource::CursorAcp,
-                    message,
-                    rpc_code: None,
-                    error_kind: None,
-                    provider_id: (!self.provider_id.is_empty()).then(|| self.provider_id.clone()),
-                    model_id: None,
-                };
+                let projection = ProviderProjection::cursor_retriable(&observed, &self.provider_id);
                 self.failed(bundle, claim, projection, occurred_at, None)
             }
             None => {
@@ -377,17 +367,14 @@ impl PromptEvidence {
         occurred_at: &str,
         lifecycle: Option<&LifecycleSnapshot>,
     ) -> Outcome {
-        let now =
-            faultline_runtime::timing::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
+        let now = faultline_runtime::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
         let provider_id = self.provider_id.clone();
         let (safety, recorded, phase, current) =
-            self.safety(bundle, claim, &projection.message, lifecycle);
-        let evidence = Evidence {
-            phase: Some(phase),
-            provider_id: (!provider_id.is_empty()).then_some(provider_id),
-            stderr: Some(projection.message.clone()),
-            ..Evidence::default()
-        };
+            self.safety(bundle, claim, projection.message(), lifecycle);
+        let mut evidence = Evidence::new()
+            .with_phase(phase)
+            .with_stderr(projection.message());
+        evidence.provider_id = (!provider_id.is_empty()).then_some(provider_id);
         let classification = bundle.classify_at(&evidence, now);
         let disposition = if safety.is_safe() && recoverable(&classification) {
             Disposition::Automatic

@@ -149,11 +149,15 @@ pub fn draft(
             });
             tokens.push(Token::Error);
             ExpectedProjection {
-                source: failure.projection.source,
-                rpc_code: failure.projection.rpc_code.unwrap_or_default(),
-                error_kind: failure.projection.error_kind.clone(),
-                provider_id: failure.projection.provider_id.clone().unwrap_or_default(),
-                model_id: failure.projection.model_id.clone(),
+                source: failure.projection.source(),
+                rpc_code: failure.projection.rpc_code().unwrap_or_default(),
+                error_kind: failure.projection.error_kind().map(str::to_owned),
+                provider_id: failure
+                    .projection
+                    .provider_id()
+                    .map(str::to_owned)
+                    .unwrap_or_default(),
+                model_id: failure.projection.model_id().map(str::to_owned),
             }
         }
         // No error: the draft has no `prompt_error` and the lints will say so.

@@ -423,10 +423,10 @@ pub fn check(
             );
             if let Some(error) = fixture.prompt_error() {
                 let message = projected_message(&error.message);
-                if failure.projection.message != message {
+                if failure.projection.message() != message {
                     mismatches.push(format!(
                         "providerError.message: expected `{message}`, got `{}`",
-                        failure.projection.message
+                        failure.projection.message()
                     ));
                 }
             }

@@ -49,7 +49,7 @@ fn every_fixture_replays_at_the_transport_layer() {
             ));
         }
         let projection = result.projection.expect("every fixture fails its prompt");
-        assert_eq!(projection.source, ProjectionSource::AcpPrompt);
+        assert_eq!(projection.source(), ProjectionSource::AcpPrompt);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -201,11 +201,8 @@ fn ac_24_a_signature_only_in_data_never_crosses() {
     )
     .unwrap();
     let failure = failed(&observed.outcome);
-    assert_eq!(failure.projection.message, "Internal error");
-    assert_eq!(
-        failure.projection.error_kind.as_deref(),
-        Some("server_error")
-    );
+    assert_eq!(failure.projection.message(), "Internal error");
+    assert_eq!(failure.projection.error_kind(), Some("server_error"));
     // The error for the engine keeps, of `data`, the validated `errorKind` alone.
     assert_eq!(
         serde_json::to_value(&failure.error).unwrap().get("data"),
@@ -236,12 +233,10 @@ fn ac_22_the_projection_carries_the_model_settled_before_the_failure_only() {
     )
     .unwrap();
     let failure = failed(&observed.outcome);
+    assert_eq!(failure.projection.model_id(), Some("claude-opus-5"));
     assert_eq!(
-        failure.projection.model_id.as_deref(),
-        Some("claude-opus-5")
-    );
-    assert_eq!(
-        failure.projection.error_kind, None,
+        failure.projection.error_kind(),
+        None,
         "a malformed errorKind is dropped"
     );
     assert_eq!(failure.error.error_kind, None);
@@ -249,11 +244,8 @@ fn ac_22_the_projection_carries_the_model_settled_before_the_failure_only() {
         serde_json::to_value(&failure.error).unwrap().get("data"),
         None
     );
-    assert_eq!(
-        failure.projection.provider_id.as_deref(),
-        Some("claude-acp")
-    );
-    assert_eq!(failure.projection.rpc_code, Some(-32603));
+    assert_eq!(failure.projection.provider_id(), Some("claude-acp"));
+    assert_eq!(failure.projection.rpc_code(), Some(-32603));
 
     let unsettled = replay(
         Arc::clone(&BUNDLE),
@@ -263,7 +255,7 @@ fn ac_22_the_projection_carries_the_model_settled_before_the_failure_only() {
         Schedule::Free,
     )
     .unwrap();
-    assert_eq!(failed(&unsettled.outcome).projection.model_id, None);
+    assert_eq!(failed(&unsettled.outcome).projection.model_id(), None);
 }
 
 #[test]

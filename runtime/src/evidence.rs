@@ -6,8 +6,23 @@ use serde::{Deserialize, Serialize};
 use crate::vocab::{Class, Confidence, Phase, Scope, Source};
 
 /// Everything the classifier may look at for one failure. Every field is optional.
+///
+/// Build one with [`Evidence::new`] and the `with_*` setters, or read one from JSON; the fields
+/// are public to read and to assign. It is `#[non_exhaustive]`: a field added later (more
+/// structured evidence) breaks no caller.
+///
+/// ```
+/// use faultline_runtime::{Evidence, Phase};
+///
+/// let evidence = Evidence::new()
+///     .with_phase(Phase::Streaming)
+///     .with_provider_id("claude-acp")
+///     .with_stderr("API Error: 529 Overloaded");
+/// assert_eq!(evidence.http_status, None);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Evidence {
     /// The lifecycle phase the failure happened in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,6 +54,74 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// Evidence with no field set.
+    pub fn new() -> Evidence {
+        Evidence::default()
+    }
+
+    /// Sets the lifecycle phase.
+    #[must_use]
+    pub fn with_phase(mut self, phase: Phase) -> Evidence {
+        self.phase = Some(phase);
+        self
+    }
+
+    /// Sets the agent adapter's id.
+    #[must_use]
+    pub fn with_provider_id(mut self, provider_id: impl Into<String>) -> Evidence {
+        self.provider_id = Some(provider_id.into());
+        self
+    }
+
+    /// Sets the channel the evidence arrived on.
+    #[must_use]
+    pub fn with_source(mut self, source: Source) -> Evidence {
+        self.source = Some(source);
+        self
+    }
+
+    /// Sets the agent process's exit code.
+    #[must_use]
+    pub fn with_exit_code(mut self, exit_code: i32) -> Evidence {
+        self.exit_code = Some(exit_code);
+        self
+    }
+
+    /// Sets the HTTP status of the failed provider call.
+    #[must_use]
+    pub fn with_http_status(mut self, http_status: u16) -> Evidence {
+        self.http_status = Some(http_status);
+        self
+    }
+
+    /// Sets the structured reset time (RFC 3339).
+    #[must_use]
+    pub fn with_reset_hint(mut self, reset_hint: impl Into<String>) -> Evidence {
+        self.reset_hint = Some(reset_hint.into());
+        self
+    }
+
+    /// Sets the agent's standard error text.
+    #[must_use]
+    pub fn with_stderr(mut self, stderr: impl Into<String>) -> Evidence {
+        self.stderr = Some(stderr.into());
+        self
+    }
+
+    /// Sets the agent's standard output text.
+    #[must_use]
+    pub fn with_stdout(mut self, stdout: impl Into<String>) -> Evidence {
+        self.stdout = Some(stdout.into());
+        self
+    }
+
+    /// Sets the trusted npm package spec of a managed agent runtime.
+    #[must_use]
+    pub fn with_managed_runtime_package_spec(mut self, spec: impl Into<String>) -> Evidence {
+        self.managed_runtime_package_spec = Some(spec.into());
+        self
+    }
+
     /// [`Evidence::raw_text`], borrowed when only one stream has text.
     pub(crate) fn raw_text_view(&self) -> std::borrow::Cow<'_, str> {
         let stderr = self.stderr.as_deref().unwrap_or("");
@@ -95,8 +178,10 @@ impl Evidence {
     }
 }
 
-/// What the classifier decided.
+/// What the classifier decided. Only a [`crate::Bundle`] makes one (or JSON reads one back);
+/// it is `#[non_exhaustive]`, so a field added later breaks no caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Classification {
     /// The semantic code.
     pub code: String,

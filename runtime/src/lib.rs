@@ -1,27 +1,64 @@
 //! The faultline runtime: what an orchestrator links to classify agent and provider failures.
 //!
-//! - [`Bundle`]: a compiled catalogue, loaded from untrusted bytes with every byte validated;
-//!   [`Bundle::classify`] maps [`Evidence`] to a [`Classification`], always.
-//! - [`sanitize`]: the redaction tiers rules are written against.
-//! - [`text`]: the text rules read (the bounded tail of the evidence, in both views) and the
-//!   excerpt a classification reports.
-//! - [`timing`]: reset times, structured or read from the text, validated against a clock.
-//! - [`vocab`]: the closed vocabularies evidence and classifications are written in; the
-//!   catalogue checker validates `.rules` files against these same lists.
+//! Its public API is the product, and only that:
+//!
+//! - **Loading**: [`Bundle::from_bytes`] loads a compiled catalogue from untrusted bytes with
+//!   every byte validated, or fails with a [`LoadError`] (its [`LoadError::kind`] a
+//!   [`LoadErrorKind`]). A [`Bundle`] is `Send + Sync`: load one, share it.
+//! - **Classification**: [`Bundle::classify`] (or [`Bundle::classify_at`], with a fixed clock)
+//!   maps [`Evidence`] to a [`Classification`], always; [`Bundle::may_classify`] is the cheap
+//!   gate for hot paths. Both are written in the closed vocabularies [`Phase`], [`Source`],
+//!   [`Class`], [`Confidence`], [`Scope`], [`EvidenceField`], [`TextView`],
+//!   [`TimingExtractor`] and [`Flag`], which the catalogue checker validates `.rules` files
+//!   against.
+//! - **Explanation**: [`Bundle::classify_traced`] also returns a [`Trace`] (a [`Step`] per rule
+//!   and the [`HintStep`]s of the timing stage); [`Bundle::header`], [`Bundle::rules`] and
+//!   [`Bundle::automata`] are read-only views of what a bundle holds ([`HeaderView`],
+//!   [`RuleView`] at a [`RulePosition`], [`MatcherView`], [`PatternView`], [`AutomatonView`]).
+//!   [`TextViews`] is the text rules read (the bounded tail of the evidence, raw and
+//!   sanitized), at most [`MAX_MATCHED_BYTES`] of it.
+//! - **Redaction**: the tiers rules are written against, for text an orchestrator shows or
+//!   stores: [`redact_credentials`] (secrets removed, everything else kept),
+//!   [`redact_diagnostic`] (also URLs, ids, e-mail addresses, paths; cut to
+//!   [`MAX_EXCERPT_BYTES`]), [`redact_provider_message`] (a provider message projection, cut to
+//!   [`MAX_PROVIDER_MESSAGE_BYTES`]) and [`holds_credential`]. Bundles carry the
+//!   [`REDACTION_VERSION`] they were checked with; `docs/evidence.md` lists every shape.
+//! - **Timing**: [`parse_instant`] (failing with a [`ParseInstantError`]) and
+//!   [`format_instant`] for RFC 3339 clocks, and [`reset_time`], the reset time the text
+//!   extractors read.
+//!
+//! The compiler writes bundles through `build`, a module compiled only with the
+//! `bundle-writer` feature; an orchestrator that links only this crate does not see it.
 //!
 //! This crate depends on neither the catalogue language (`faultline-dsl`) nor the compiler
 //! (`faultline-compiler`), and it only *searches* automata: building them is the compiler's job.
+//! No type of another crate appears in its public API.
 
-pub mod bundle;
+#[cfg(feature = "bundle-writer")]
+pub mod build;
+mod bundle;
 mod evidence;
-pub mod sanitize;
-pub mod text;
-pub mod timing;
-pub mod vocab;
+mod sanitize;
+mod text;
+mod timing;
+mod vocab;
 
-pub use bundle::{Bundle, BundleError};
+pub use bundle::{
+    AutomatonView, Bundle, HeaderView, LoadError, LoadErrorKind, MatcherKind, MatcherView,
+    PatternView, RulePosition, RuleView, Step, Trace,
+};
 pub use evidence::{Classification, Evidence};
-pub use text::TextViews;
+pub use sanitize::{
+    MAX_EXCERPT_BYTES, MAX_PROVIDER_MESSAGE_BYTES, REDACTION_VERSION, holds_credential,
+};
+pub use sanitize::{
+    credentials_unbounded as redact_credentials, diagnostic as redact_diagnostic,
+    provider_message as redact_provider_message,
+};
+pub use text::{MAX_MATCHED_BYTES, TextViews};
+pub use timing::{
+    HintOutcome, HintSource, HintStep, ParseInstantError, format_instant, parse_instant, reset_time,
+};
 pub use vocab::{
     Class, Confidence, EvidenceField, Flag, Phase, Scope, Source, TextView, TimingExtractor,
 };

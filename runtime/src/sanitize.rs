@@ -43,6 +43,10 @@ pub const MAX_PROVIDER_MESSAGE_BYTES: usize = 2048;
 /// `[path-redacted]`, `/Users/<redacted>/`, `[email-redacted]`, `[redacted]`). A prefilter
 /// that scans the raw text must not require any part of them; every other word of the
 /// sanitized text is in the raw text.
+#[cfg_attr(
+    not(any(test, feature = "bundle-writer")),
+    expect(dead_code, reason = "only the compiler reads it, through `build`")
+)]
 pub const INTRODUCED_WORDS: &[&str] = &["redacted", "path", "id", "email"];
 
 /// Keys whose bare integer values are counts, not secrets.
@@ -312,6 +316,7 @@ pub fn credentials_unbounded(text: &str) -> String {
 }
 
 /// The credential tier, cut to [`MAX_EXCERPT_BYTES`] on a character boundary.
+#[cfg(test)]
 pub fn credentials(text: &str) -> String {
     cut(credentials_unbounded(text), MAX_EXCERPT_BYTES)
 }

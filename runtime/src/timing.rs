@@ -116,12 +116,34 @@ pub(crate) fn timestamp(now: SystemTime) -> Timestamp {
     })
 }
 
+/// Why [`parse_instant`] refused a text. Its message names the text and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` {problem}")]
+pub struct ParseInstantError {
+    text: String,
+    problem: InstantProblem,
+}
+
+/// What is wrong with the text. Private: the reasons carry the time library's messages, whose
+/// types stay out of this crate's API.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum InstantProblem {
+    #[error("is not an RFC 3339 instant: {0}")]
+    NotAnInstant(String),
+    #[error("is out of range: {0}")]
+    OutOfRange(String),
+}
+
 /// Parses an RFC 3339 instant (a `--now` flag or a `now` field), for callers outside this crate.
-pub fn parse_instant(text: &str) -> Result<SystemTime, String> {
+pub fn parse_instant(text: &str) -> Result<SystemTime, ParseInstantError> {
+    let error = |problem| ParseInstantError {
+        text: text.to_owned(),
+        problem,
+    };
     let instant: Timestamp = text
         .parse()
-        .map_err(|error| format!("`{text}` is not an RFC 3339 instant: {error}"))?;
-    SystemTime::try_from(instant).map_err(|error| format!("`{text}` is out of range: {error}"))
+        .map_err(|e: jiff::Error| error(InstantProblem::NotAnInstant(e.to_string())))?;
+    SystemTime::try_from(instant).map_err(|e| error(InstantProblem::OutOfRange(e.to_string())))
 }
 
 /// Formats a clock reading as RFC 3339 in UTC.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use faultline_runtime::timing::parse_instant;
+use faultline_runtime::parse_instant;
 use faultline_runtime::{Bundle, Evidence};
 
 use serde_json::{Map, Value};

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use faultline_compiler::priority::{self, Priority};
-use faultline_runtime::bundle::Step;
-use faultline_runtime::timing::{HintOutcome, format_instant, parse_instant};
-use faultline_runtime::{Bundle, Evidence, TextView};
+use faultline_runtime::{
+    Bundle, Evidence, HintOutcome, RulePosition, Step, TextView, format_instant, parse_instant,
+};
 
 use super::files::{self, FileSystem};
 use super::{Exit, err, out};
@@ -89,16 +89,15 @@ fn load(args: &Args) -> Result<(Option<faultline_dsl::LoadedCatalogue>, Bundle),
 }
 
 /// Why the winner outranks another rule.
-fn outranks(order: Option<&Order>, bundle: &Bundle, winner: usize, other: usize) -> String {
-    let model = bundle.model();
-    let id = |position: usize| {
-        model
-            .rules
-            .get(position)
-            .map_or("?", |rule| rule.id.as_str())
-    };
+fn outranks(
+    order: Option<&Order>,
+    bundle: &Bundle,
+    winner: RulePosition,
+    other: RulePosition,
+) -> String {
+    let id = |position: RulePosition| bundle.rule(position).map_or("?", |rule| rule.id());
     if let Some(order) = order {
-        let index = |position: usize| {
+        let index = |position: RulePosition| {
             order
                 .catalogue
                 .rules
@@ -109,13 +108,7 @@ fn outranks(order: Option<&Order>, bundle: &Bundle, winner: usize, other: usize)
             return priority::explain(&order.catalogue, &order.priority, a, b);
         }
     }
-    let tier = |position: usize| {
-        model
-            .rules
-            .get(position)
-            .and_then(|rule| model.tiers.get(rule.tier as usize))
-            .map_or("?", String::as_str)
-    };
+    let tier = |position: RulePosition| bundle.rule(position).map_or("?", |rule| rule.tier());
     if tier(winner) == tier(other) {
         format!(
             "`{}` wins over `{}`: same tier `{}`, earlier in the bundle's order",
@@ -160,7 +153,6 @@ pub fn run(args: &Args) -> Exit {
     };
     let (classification, trace) = bundle.classify_traced(&evidence, now);
     let order = std::cell::OnceCell::new();
-    let model = bundle.model();
     let mut report = String::new();
 
     let views = faultline_runtime::TextViews::new(&evidence);
@@ -171,16 +163,10 @@ pub fn run(args: &Args) -> Exit {
         views.text_len(),
         indent(sanitized)
     ));
-    let raw_readers: Vec<&str> = model
-        .rules
-        .iter()
-        .filter(|rule| {
-            rule.matchers
-                .iter()
-                .chain(&rule.vetoes)
-                .any(|matcher| matcher.view == TextView::Raw)
-        })
-        .map(|rule| rule.id.as_str())
+    let raw_readers: Vec<&str> = bundle
+        .rules()
+        .filter(|rule| rule.reads(TextView::Raw))
+        .map(|rule| rule.id())
         .collect();
     if !raw_readers.is_empty() {
         report.push_str(&format!(
@@ -193,14 +179,10 @@ pub fn run(args: &Args) -> Exit {
     report.push_str("\nrules that matched or were vetoed, in priority order:\n");
     let mut skipped = std::collections::BTreeMap::<&str, usize>::new();
     let mut listed = 0;
-    for (position, step) in trace.steps.iter().enumerate() {
-        let Some(rule) = model.rules.get(position) else {
+    for (position, step) in trace.steps() {
+        let Some(rule) = bundle.rule(position) else {
             continue;
         };
-        let tier = model
-            .tiers
-            .get(rule.tier as usize)
-            .map_or("?", String::as_str);
         let relevant = matches!(step, Step::Fired | Step::Vetoed(_) | Step::NoCapture);
         if !relevant && !args.all {
             let reason = match step {
@@ -234,9 +216,9 @@ pub fn run(args: &Args) -> Exit {
         };
         report.push_str(&format!(
             "  {:>3}. {:<44} tier {:<14} {step}{note}\n",
-            position + 1,
-            rule.id,
-            tier
+            position.as_usize() + 1,
+            rule.id(),
+            rule.tier()
         ));
     }
     if listed == 0 {
@@ -268,8 +250,8 @@ pub fn run(args: &Args) -> Exit {
     let clock = format_instant(now);
     report.push_str(&format!("\ntiming (clock {clock}):\n"));
     let declared = winner
-        .and_then(|position| model.rules.get(position))
-        .map(|rule| rule.timing.as_slice())
+        .and_then(|position| bundle.rule(position))
+        .map(|rule| rule.timing())
         .unwrap_or_default();
     if declared.is_empty() {
         report.push_str("  the winning rule reads no reset time from the text\n");
@@ -277,7 +259,7 @@ pub fn run(args: &Args) -> Exit {
     if evidence.reset_hint.is_none() {
         report.push_str("  structured `reset_hint`: none in the evidence\n");
     }
-    for step in &trace.timing {
+    for step in trace.timing() {
         let outcome = match &step.outcome {
             HintOutcome::Absent => "nothing of that shape".to_owned(),
             HintOutcome::Unreadable(reason) => format!("found, but names no instant: {reason}"),

@@ -60,7 +60,7 @@ fn describe_outcome(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Failed(verdict) => format!(
             "terminal failure `{}` → {} ({}, {}, rule {}); {}; recovery: {}{}",
-            verdict.projection.message,
+            verdict.projection.message(),
             verdict.classification.code,
             verdict.classification.class,
             verdict.classification.confidence,
@@ -143,7 +143,7 @@ fn describe_notice(effect: &NoticeEffect) -> String {
             notice.provider,
             notice.attempt,
             notice.max_attempts,
-            faultline_runtime::timing::format_instant(notice.deadline),
+            faultline_runtime::format_instant(notice.deadline),
             cancel.loop_id.get()
         ),
         NoticeEffect::DeleteNotices { ids } => {

@@ -478,7 +478,7 @@ fn run_capture(args: &CaptureArgs) -> Exit {
         },
         prompt: args.prompt.clone(),
         source: source(args, program, agent_args),
-        captured_at: faultline_runtime::timing::format_instant(std::time::SystemTime::now()),
+        captured_at: faultline_runtime::format_instant(std::time::SystemTime::now()),
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let captured = match capture_agent(bundle, program, agent_args, &cwd, &request) {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use std::time::SystemTime;
 
-use faultline_runtime::timing::parse_instant;
+use faultline_runtime::parse_instant;
 use faultline_runtime::{Bundle, Evidence};
 use serde::Deserialize;
 
@@ -65,7 +65,7 @@ struct Expectation {
 fn clock(fixture: &Fixture) -> Result<(SystemTime, Option<SystemTime>), String> {
     let pins_reset = fixture.expect.reset_hint.is_some() || fixture.expect.no_reset_hint;
     let now = match &fixture.now {
-        Some(now) => parse_instant(now)?,
+        Some(now) => parse_instant(now).map_err(|error| error.to_string())?,
         None if pins_reset => {
             return Err(
                 "a fixture that pins a reset time must fix the clock with `now`".to_owned(),
@@ -78,7 +78,8 @@ fn clock(fixture: &Fixture) -> Result<(SystemTime, Option<SystemTime>), String> 
         .reset_hint
         .as_deref()
         .map(parse_instant)
-        .transpose()?;
+        .transpose()
+        .map_err(|error| error.to_string())?;
     Ok((now, reset))
 }
 

@@ -1,78 +1,25 @@
-//! Classification: guards, a one-pass literal prefilter, one overlapping DFA pass per text view
-//! (plus exact confirmation of the few over-approximated patterns), then the first rule in
-//! priority order that fires.
+//! The rule walk: guards, the literal prefilter's verdict (`super::prefilter`), one overlapping
+//! DFA pass per text view (plus exact confirmation of the few over-approximated patterns), then
+//! the first rule in priority order that fires, and the classification it answers with.
 
 use std::cell::OnceCell;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 use regex::Regex;
 use regex_automata::dfa::{Automaton as _, dense};
 use regex_automata::{Input, PatternSet};
 
-use super::BundleError;
+use super::LoadError;
 use super::model::{
-    CatalogueModel, GuardsEntry, MatcherEntry, MatcherKindEntry, RemediationEntry, RuleEntry,
+    CatalogueModel, CodeEntry, GuardsEntry, MatcherEntry, MatcherKindEntry, RemediationEntry,
+    RuleEntry,
 };
+use super::prefilter::Prefilter;
+use super::trace::{Step, Trace};
 use crate::evidence::{Classification, Evidence};
 use crate::sanitize;
 use crate::text::{self, TextViews};
 use crate::vocab::{Confidence, EvidenceField, TextView};
-
-/// The UTF-8 encodings of the two non-ASCII characters whose simple case folding reaches ASCII
-/// letters (KELVIN SIGN → k, LATIN SMALL LETTER LONG S → s).
-const NON_ASCII_FOLDS: [&[u8]; 2] = ["\u{212A}".as_bytes(), "\u{017F}".as_bytes()];
-
-/// What happened to one rule during a classification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// A guard on this field does not hold.
-    Guard(EvidenceField),
-    /// None of the rule's literals occurs in the text.
-    Prefiltered,
-    /// This matcher (0-based) does not match.
-    NoMatch(usize),
-    /// This veto (0-based) matched.
-    Vetoed(usize),
-    /// The remediation capture found nothing.
-    NoCapture,
-    /// The rule fired.
-    Fired,
-}
-
-impl std::fmt::Display for Step {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Step::Guard(field) => write!(f, "guard on `{field}` does not hold"),
-            Step::Prefiltered => f.write_str("none of its literals occurs (prefilter)"),
-            Step::NoMatch(index) => write!(f, "matcher {} does not match", index + 1),
-            Step::Vetoed(index) => write!(f, "vetoed by `unless` {}", index + 1),
-            Step::NoCapture => f.write_str("remediation capture found nothing"),
-            Step::Fired => f.write_str("fired"),
-        }
-    }
-}
-
-/// What happened to every rule during one classification, by position in priority order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Trace {
-    /// One step per rule, in priority order.
-    pub steps: Vec<Step>,
-    /// Every source of a reset time consulted, in order.
-    pub timing: Vec<crate::timing::HintStep>,
-}
-
-impl Trace {
-    /// Whether the rule at `position` fired.
-    pub fn fired(&self, position: usize) -> bool {
-        self.steps.get(position) == Some(&Step::Fired)
-    }
-
-    /// The position of the first rule that fired: the winner.
-    pub fn winner(&self) -> Option<usize> {
-        self.steps.iter().position(|step| *step == Step::Fired)
-    }
-}
 
 #[derive(Debug)]
 struct ViewEngine {
@@ -90,14 +37,7 @@ struct ViewEngine {
 pub(super) struct Engine {
     dfas: Vec<dense::DFA<Vec<u32>>>,
     views: Vec<ViewEngine>,
-    prefilter: Option<AhoCorasick>,
-    /// Per prefilter literal: the rules it admits.
-    literal_rules: Vec<Vec<usize>>,
-    /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
-    fold_rules: Vec<usize>,
-    /// The literals of every rule that is not low-confidence, for [`Engine::may_classify`]:
-    /// built for `is_match`, so it may skip ahead with its own prefilter.
-    gate: Option<AhoCorasick>,
+    prefilter: Prefilter,
     /// Rules above low confidence that fire on their structured guards alone (no text
     /// matcher) or that the prefilter never skips: the gate checks their guards first.
     ungated: Vec<usize>,
@@ -107,6 +47,10 @@ pub(super) struct Engine {
     unskippable: Vec<usize>,
     /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
     rule_regexes: Vec<RuleRegexes>,
+    /// What the catalogue's catch-all (its last rule) answers, without excerpt and catalogue
+    /// version: the answer should no rule ever fire. Taken from the catalogue, so that the
+    /// runtime never makes up a code or a rule of its own.
+    catch_all: Classification,
 }
 
 #[derive(Debug, Default)]
@@ -116,15 +60,15 @@ struct RuleRegexes {
     remediation: Option<Regex>,
 }
 
-fn compile(pattern: &str) -> Result<Regex, BundleError> {
+fn compile(pattern: &str) -> Result<Regex, LoadError> {
     regex::RegexBuilder::new(pattern)
         .size_limit(super::REGEX_SIZE_LIMIT)
         .dfa_size_limit(super::REGEX_DFA_SIZE_LIMIT)
         .build()
-        .map_err(|error| BundleError::malformed(format!("pattern `{pattern}`: {error}")))
+        .map_err(|error| LoadError::malformed(format!("pattern `{pattern}`: {error}")))
 }
 
-fn literal_regex(matcher: &MatcherEntry) -> Result<Option<Regex>, BundleError> {
+fn literal_regex(matcher: &MatcherEntry) -> Result<Option<Regex>, LoadError> {
     match &matcher.kind {
         MatcherKindEntry::Prefix {
             literal,
@@ -143,7 +87,7 @@ impl Engine {
     pub(super) fn new(
         model: &CatalogueModel,
         dfas: Vec<dense::DFA<Vec<u32>>>,
-    ) -> Result<Engine, BundleError> {
+    ) -> Result<Engine, LoadError> {
         let mut views = Vec::new();
         for view in &model.views {
             let dfa_indices: Vec<usize> = view
@@ -187,67 +131,15 @@ impl Engine {
                 located,
             });
         }
-        let mut literal_rules = Vec::new();
-        let mut fold_rules = Vec::new();
-        for literal in &model.literals {
-            literal_rules.push(literal.rules.iter().map(|rule| *rule as usize).collect());
-            if literal.folds_beyond_ascii {
-                fold_rules.extend(literal.rules.iter().map(|rule| *rule as usize));
-            }
-        }
-        let prefilter = if model.literals.is_empty() {
-            None
-        } else {
-            let literals = || {
-                model
-                    .literals
-                    .iter()
-                    .map(|literal| literal.literal.as_bytes())
-            };
-            let mut builder = AhoCorasickBuilder::new();
-            builder
-                .ascii_case_insensitive(true)
-                .match_kind(AcMatchKind::Standard)
-                .prefilter(false);
-            // The search is overlapping (every literal that occurs, not only leftmost ones), so
-            // it cannot skip ahead: a DFA (one table lookup per byte) is several times faster
-            // than the contiguous NFA the builder picks by itself for over 100 literals. Its
-            // size is bounded by the literals' total length; should it not build, the
-            // builder's own choice stands.
-            let built = builder
-                .clone()
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(literals())
-                .or_else(|_| builder.build(literals()));
-            Some(built.map_err(|error| BundleError::malformed(format!("prefilter: {error}")))?)
-        };
-        let gate_literals: Vec<&[u8]> = model
-            .literals
-            .iter()
-            .filter(|literal| {
-                literal.rules.iter().any(|rule| {
-                    model
-                        .rules
-                        .get(*rule as usize)
-                        .is_some_and(|rule| rule.confidence != Confidence::Low)
-                })
+        let prefilter = Prefilter::new(model)?;
+        let catch_all = model
+            .rules
+            .last()
+            .and_then(|rule| {
+                let code = model.codes.get(rule.code as usize)?;
+                Some(answer(rule, code, None, String::new(), ""))
             })
-            .map(|literal| literal.literal.as_bytes())
-            .collect();
-        let gate = if gate_literals.is_empty() {
-            None
-        } else {
-            // A DFA without a prefilter: with a hundred-odd literals no SIMD prefilter applies,
-            // and the builder's own pick (an NFA) is several times slower on prose.
-            Some(
-                AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(true)
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .prefilter(false)
-                    .build(&gate_literals)
-                    .map_err(|error| BundleError::malformed(format!("gate: {error}")))?,
-            )
-        };
+            .ok_or_else(|| LoadError::malformed("the bundle has no rules"))?;
         let ungated = model
             .rules
             .iter()
@@ -279,64 +171,19 @@ impl Engine {
             dfas,
             views,
             prefilter,
-            literal_rules,
-            fold_rules,
-            gate,
             ungated,
             unskippable,
             rule_regexes,
+            catch_all,
         })
     }
 
-    pub(super) fn automaton_sizes(&self) -> Vec<(TextView, usize)> {
-        self.views
-            .iter()
-            .flat_map(|view| {
-                view.dfas.iter().map(move |dfa| {
-                    (
-                        view.view,
-                        self.dfas.get(*dfa).map_or(0, |d| d.memory_usage()),
-                    )
-                })
-            })
-            .collect()
-    }
-
-    /// Which gated rules the prefilter admits.
-    fn admitted(&self, raw: &str, rule_count: usize) -> Vec<bool> {
-        let mut admitted = vec![false; rule_count];
-        for rule in self.admitted_rules(raw) {
-            if let Some(slot) = admitted.get_mut(rule) {
-                *slot = true;
-            }
-        }
-        admitted
-    }
-
-    /// The gated rules the prefilter admits, unsorted and possibly repeated: those of every
-    /// literal found in the raw text, and those of literals that non-ASCII case folds may hide.
-    fn admitted_rules(&self, raw: &str) -> Vec<usize> {
-        let mut admitted = Vec::new();
-        let Some(prefilter) = &self.prefilter else {
-            return admitted;
-        };
-        for found in prefilter.find_overlapping_iter(raw) {
-            admitted.extend(
-                self.literal_rules
-                    .get(found.pattern().as_usize())
-                    .into_iter()
-                    .flatten(),
-            );
-        }
-        if !self.fold_rules.is_empty()
-            && !raw.is_ascii()
-            && NON_ASCII_FOLDS
-                .iter()
-                .any(|needle| contains_bytes(raw.as_bytes(), needle))
-        {
-            admitted.extend(&self.fold_rules);
-        }
-        admitted
+    /// The memory, in bytes, of the automaton in bundle section `section` (0 for none).
+    pub(super) fn automaton_memory(&self, section: u32) -> usize {
+        (section as usize)
+            .checked_sub(1)
+            .and_then(|index| self.dfas.get(index))
+            .map_or(0, |dfa| dfa.memory_usage())
     }
 
     /// Whether a rule that is not low-confidence could fire on `evidence` (ignoring priority).
@@ -359,17 +206,12 @@ impl Engine {
         // by the redaction (which the literals never require).
         let views = TextViews::new(evidence);
         let raw = views.raw();
-        let folds = !self.fold_rules.is_empty()
-            && !raw.is_ascii()
-            && NON_ASCII_FOLDS
-                .iter()
-                .any(|needle| contains_bytes(raw.as_bytes(), needle));
-        let found = folds || self.gate.as_ref().is_some_and(|gate| gate.is_match(raw));
-        if !found {
+        if !self.prefilter.gate_passes(raw) {
             return false;
         }
         // Some literal occurs: whether it belongs to a rule whose guards hold.
-        self.admitted_rules(raw)
+        self.prefilter
+            .admitted_rules(raw)
             .iter()
             .filter(|index| {
                 model
@@ -390,7 +232,11 @@ impl Engine {
         let rule = model.rules.get(position)?;
         let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
-        let admitted = rule.gated && self.admitted_rules(texts.raw()).contains(&position);
+        let admitted = rule.gated
+            && self
+                .prefilter
+                .admitted_rules(texts.raw())
+                .contains(&position);
         Some(
             self.evaluate(position, rule, evidence, &texts, &matched, admitted)
                 .step(),
@@ -409,7 +255,7 @@ impl Engine {
         let mut winner = None;
         if let Some(trace) = trace {
             // A trace evaluates every rule, so it can say what else fired or was vetoed.
-            let admitted = self.admitted(texts.raw(), model.rules.len());
+            let admitted = self.prefilter.admitted(texts.raw(), model.rules.len());
             for (index, rule) in model.rules.iter().enumerate() {
                 let admitted = admitted.get(index).copied().unwrap_or(false);
                 let outcome = self.evaluate(index, rule, evidence, &texts, &matched, admitted);
@@ -421,7 +267,7 @@ impl Engine {
         } else {
             // A gated rule the prefilter does not admit cannot fire: only the rules it admits
             // and those it cannot skip are evaluated, in priority order.
-            let mut admitted = self.admitted_rules(texts.raw());
+            let mut admitted = self.prefilter.admitted_rules(texts.raw());
             admitted.sort_unstable();
             admitted.dedup();
             for index in merged(&admitted, &self.unskippable) {
@@ -437,44 +283,32 @@ impl Engine {
         }
         // A validated bundle ends with a catch-all rule, so a winner always exists; the last
         // rule stands in if it ever does not.
-        let (position, rule, remediation) = match winner {
-            Some(found) => found,
-            None => match model.rules.last() {
-                Some(last) => (model.rules.len() - 1, last, None),
-                None => {
-                    let excerpt = self.excerpt(model, None, texts);
-                    return (unclassified(catalogue_version, excerpt), None);
-                }
-            },
-        };
-        let Some(code) = model.codes.get(rule.code as usize) else {
-            let excerpt = self.excerpt(model, None, texts);
-            return (unclassified(catalogue_version, excerpt), None);
+        let last = model.rules.len().checked_sub(1);
+        let winner = winner.or_else(|| {
+            let position = last?;
+            Some((position, model.rules.get(position)?, None))
+        });
+        let found = winner.and_then(|(position, rule, remediation)| {
+            Some((
+                position,
+                rule,
+                model.codes.get(rule.code as usize)?,
+                remediation,
+            ))
+        });
+        let Some((position, rule, code, remediation)) = found else {
+            // Unreachable for a loaded bundle: the catch-all's answer, checked at load, stands in.
+            let mut fallback = self.catch_all.clone();
+            fallback.catalogue_version = catalogue_version.to_owned();
+            fallback.excerpt = self.excerpt(model, None, texts);
+            return (fallback, None);
         };
         // A rule with a fixed excerpt reports it instead of the evidence text.
         let excerpt = match &rule.excerpt {
             Some(fixed) => fixed.clone(),
             None => self.excerpt(model, Some(rule), texts),
         };
-        let remediation = remediation.or_else(|| match &rule.remediation {
-            Some(RemediationEntry::Token(token)) => Some(token.clone()),
-            _ => code.remediation.clone(),
-        });
-        let classification = Classification {
-            code: code.name.clone(),
-            class: code.class,
-            confidence: rule.confidence,
-            scope: rule.scope,
-            rule: rule.id.clone(),
-            catalogue_version: catalogue_version.to_owned(),
-            auto_retryable: code.auto_retryable,
-            fallback_allowed: code.fallback_allowed,
-            user_action: code.user_action,
-            reset_hint: None,
-            retry_after: None,
-            excerpt,
-            remediation,
-        };
+        let classification = answer(rule, code, remediation, excerpt, catalogue_version);
         (classification, Some(position))
     }
 
@@ -723,12 +557,6 @@ impl Outcome {
     }
 }
 
-fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
-}
-
 fn text_field(evidence: &Evidence, field: EvidenceField) -> Option<&str> {
     match field {
         EvidenceField::ProviderId => evidence.provider_id.as_deref(),
@@ -786,20 +614,31 @@ fn failed_guard(guards: &GuardsEntry, evidence: &Evidence) -> Option<EvidenceFie
         .find(|field| !present(evidence, *field))
 }
 
-fn unclassified(catalogue_version: &str, excerpt: String) -> Classification {
+/// The classification `rule` (of code `code`) answers with.
+fn answer(
+    rule: &RuleEntry,
+    code: &CodeEntry,
+    captured: Option<String>,
+    excerpt: String,
+    catalogue_version: &str,
+) -> Classification {
+    let remediation = captured.or_else(|| match &rule.remediation {
+        Some(RemediationEntry::Token(token)) => Some(token.clone()),
+        _ => code.remediation.clone(),
+    });
     Classification {
-        code: "agent_runtime_error".to_owned(),
-        class: crate::vocab::Class::Unclassified,
-        confidence: crate::vocab::Confidence::Low,
-        scope: crate::vocab::Scope::Session,
-        rule: "faultline.empty_catalogue".to_owned(),
+        code: code.name.clone(),
+        class: code.class,
+        confidence: rule.confidence,
+        scope: rule.scope,
+        rule: rule.id.clone(),
         catalogue_version: catalogue_version.to_owned(),
-        auto_retryable: false,
-        fallback_allowed: false,
-        user_action: false,
+        auto_retryable: code.auto_retryable,
+        fallback_allowed: code.fallback_allowed,
+        user_action: code.user_action,
         reset_hint: None,
         retry_after: None,
         excerpt,
-        remediation: None,
+        remediation,
     }
 }

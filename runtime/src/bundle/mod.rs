@@ -1,21 +1,41 @@
-//! Compiled rule bundles: the file format, its validated loader, and classification.
+//! Compiled rule bundles: the file format, its validated loader, read-only views of what a
+//! bundle holds, and classification.
 //!
 //! A bundle is untrusted input. [`Bundle::from_bytes`] checks the framing (magic, versions, a
-//! content hash over every other byte of the file, endianness, header, section table), decodes the catalogue model and validates every
-//! index in it, deserializes every DFA with regex-automata's checked deserializer, and compiles
-//! the exact patterns; any failure is a typed [`BundleError`], never a panic.
+//! content hash over every other byte of the file, endianness, header, section table), decodes
+//! the catalogue model and validates every index in it, deserializes every DFA with
+//! regex-automata's checked deserializer, and compiles the exact patterns; any failure is a
+//! typed [`LoadError`], never a panic.
+//!
+//! - `wire`: the file format and its reader; `write` (feature `bundle-writer`): its writer.
+//! - `model`: the catalogue as a bundle carries it (private: the compiler reaches it through
+//!   `crate::build`).
+//! - `validate`: the loader's checks of the model and the automata.
+//! - `view`: the read-only views callers read instead of the model.
+//! - `prefilter`, `classify`, `trace`: classification (the literal gate, the rule walk, and
+//!   what a traced classification records).
 
 mod classify;
-pub mod model;
-pub mod wire;
+mod error;
+pub(crate) mod model;
+mod prefilter;
+mod trace;
+mod validate;
+mod view;
+pub(crate) mod wire;
+#[cfg(feature = "bundle-writer")]
+pub(crate) mod write;
 
+use std::collections::HashMap;
 use std::time::SystemTime;
 
-use regex_automata::dfa::dense;
-
-pub use classify::{Step, Trace};
-use model::{CatalogueModel, MatcherEntry, MatcherKindEntry, RemediationEntry};
-pub use wire::Header;
+pub use error::{LoadError, LoadErrorKind};
+use model::CatalogueModel;
+pub use trace::{Step, Trace};
+pub use view::{
+    AutomatonView, HeaderView, MatcherKind, MatcherView, PatternView, RulePosition, RuleView,
+};
+use wire::Header;
 
 use crate::sanitize::REDACTION_VERSION;
 
@@ -28,119 +48,49 @@ pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
 /// Size limit, in bytes, of the lazy DFA cache of each such regex.
 pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
 
-/// Why a bundle could not be loaded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum BundleError {
-    /// The input ends before a field it must hold.
-    #[error("the bundle is truncated: {needed} bytes needed, {len} present")]
-    Truncated {
-        /// Bytes needed.
-        needed: usize,
-        /// Bytes present.
-        len: usize,
-    },
-    /// The input does not start with the bundle magic.
-    #[error("not a faultline bundle (bad magic bytes)")]
-    BadMagic,
-    /// The bundle needs a newer reader.
-    #[error(
-        "the bundle (format {format_version}) needs reader version {min_reader_version}; this reader is version {reader_version}"
-    )]
-    TooNew {
-        /// The bundle's format version.
-        format_version: u16,
-        /// The reader version it needs.
-        min_reader_version: u16,
-        /// This reader's version.
-        reader_version: u16,
-    },
-    /// The bundle is older than this reader supports.
-    #[error(
-        "the bundle's format version {format_version} is older than the oldest readable, {oldest_readable}; rebuild it"
-    )]
-    TooOld {
-        /// The bundle's format version.
-        format_version: u16,
-        /// The oldest format this reader reads.
-        oldest_readable: u16,
-    },
-    /// The content hash does not match the rest of the file (header or body): it is corrupt.
-    #[error("the bundle's content hash does not match its contents (corrupted file)")]
-    HashMismatch,
-    /// The automata were serialized by an incompatible regex-automata.
-    #[error(
-        "the automata were serialized by regex-automata {bundle}; this runtime reads {runtime}.x"
-    )]
-    RegexAutomataVersion {
-        /// The bundle's version.
-        bundle: String,
-        /// The family this runtime reads.
-        runtime: &'static str,
-    },
-    /// The catalogue was checked with other redaction rules than this runtime applies.
-    #[error("the bundle was checked with redaction `{bundle}`; this runtime applies `{runtime}`")]
-    RedactionVersion {
-        /// The bundle's redaction version.
-        bundle: String,
-        /// This runtime's.
-        runtime: &'static str,
-    },
-    /// A DFA section failed regex-automata's validation.
-    #[error("automaton section {section} is invalid: {message}")]
-    Automaton {
-        /// The section index.
-        section: usize,
-        /// What regex-automata reported.
-        message: String,
-    },
-    /// Anything else that is inconsistent.
-    #[error("the bundle is malformed: {0}")]
-    Malformed(String),
-}
-
-impl BundleError {
-    fn malformed(what: impl Into<String>) -> Self {
-        BundleError::Malformed(what.into())
-    }
-}
-
 /// A loaded, validated bundle, ready to classify. `Send + Sync`: share one per process.
 #[derive(Debug)]
 pub struct Bundle {
     header: Header,
     model: CatalogueModel,
     engine: classify::Engine,
-    positions: std::collections::HashMap<String, usize>,
+    positions: HashMap<String, RulePosition>,
 }
+
+// An orchestrator loads one bundle and shares it between threads: that must stay possible.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Bundle>();
+};
 
 impl Bundle {
     /// Loads a bundle, validating everything.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, LoadError> {
         let raw = wire::read(bytes)?;
         let (model_bytes, dfa_sections) = raw
             .sections
             .split_first()
-            .ok_or_else(|| BundleError::malformed("no sections"))?;
+            .ok_or_else(|| LoadError::malformed("no sections"))?;
         let model: CatalogueModel = postcard::from_bytes(model_bytes)
-            .map_err(|error| BundleError::malformed(format!("catalogue model: {error}")))?;
+            .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
         if model.redaction_version != REDACTION_VERSION {
-            return Err(BundleError::RedactionVersion {
+            return Err(error::Repr::RedactionVersion {
                 bundle: model.redaction_version,
                 runtime: REDACTION_VERSION,
-            });
+            }
+            .into());
         }
         let mut dfas = Vec::with_capacity(dfa_sections.len());
         for (index, section) in dfa_sections.iter().enumerate() {
-            dfas.push(load_dfa(index + 1, section)?);
+            dfas.push(validate::load_dfa(index + 1, section)?);
         }
-        validate_model(&model, &dfas)?;
+        validate::validate_model(&model, &dfas)?;
         let engine = classify::Engine::new(&model, dfas)?;
         let positions = model
             .rules
             .iter()
             .enumerate()
-            .map(|(position, rule)| (rule.id.clone(), position))
+            .map(|(index, rule)| (rule.id.clone(), RulePosition::from_index(index)))
             .collect();
         Ok(Bundle {
             header: raw.header,
@@ -150,44 +100,81 @@ impl Bundle {
         })
     }
 
-    /// Writes a bundle from its parts (the compiler's emitter). Deterministic.
-    pub fn write(
-        header: &Header,
-        model: &CatalogueModel,
-        dfas: &[Vec<u8>],
-    ) -> Result<Vec<u8>, BundleError> {
-        let model_bytes = postcard::to_allocvec(model)
-            .map_err(|error| BundleError::malformed(format!("catalogue model: {error}")))?;
-        let mut sections = Vec::with_capacity(dfas.len() + 1);
-        sections.push(model_bytes);
-        sections.extend(dfas.iter().cloned());
-        wire::write(header, &sections)
+    /// The header: versions, catalogue, hashes.
+    pub fn header(&self) -> HeaderView<'_> {
+        HeaderView {
+            header: &self.header,
+            redaction_version: &self.model.redaction_version,
+        }
     }
 
-    /// The header.
-    pub fn header(&self) -> &Header {
-        &self.header
+    /// The rules, in effective priority order (the first that fires wins).
+    pub fn rules(&self) -> impl ExactSizeIterator<Item = RuleView<'_>> + '_ {
+        self.model
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| RuleView {
+                model: &self.model,
+                rule,
+                position: RulePosition::from_index(index),
+            })
+    }
+
+    /// The rule at `position`.
+    pub fn rule(&self, position: RulePosition) -> Option<RuleView<'_>> {
+        let rule = self.model.rules.get(position.as_usize())?;
+        Some(RuleView {
+            model: &self.model,
+            rule,
+            position,
+        })
+    }
+
+    /// The position of a rule in priority order, by id.
+    pub fn rule_position(&self, id: &str) -> Option<RulePosition> {
+        self.positions.get(id).copied()
     }
 
     /// What one rule, alone, does on `evidence` (whether or not it would win); `None` when no
     /// rule has that position.
-    pub fn rule_step(&self, position: usize, evidence: &crate::Evidence) -> Option<Step> {
-        self.engine.fires(&self.model, position, evidence)
+    pub fn rule_step(&self, position: RulePosition, evidence: &crate::Evidence) -> Option<Step> {
+        self.engine
+            .fires(&self.model, position.as_usize(), evidence)
     }
 
-    /// The position of a rule in priority order, by id.
-    pub fn rule_position(&self, id: &str) -> Option<usize> {
-        self.positions.get(id).copied()
+    /// How many codes the catalogue declares.
+    pub fn code_count(&self) -> usize {
+        self.model.codes.len()
     }
 
-    /// The catalogue model.
-    pub fn model(&self) -> &CatalogueModel {
-        &self.model
+    /// The prefilter's literals (ASCII-lowercase): a gated rule fires only on text holding one
+    /// of its literals, compared ASCII-case-insensitively.
+    pub fn prefilter_literals(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.model
+            .literals
+            .iter()
+            .map(|literal| literal.literal.as_str())
     }
 
-    /// Sizes of the DFAs, in bytes, per view and DFA.
-    pub fn automaton_sizes(&self) -> Vec<(crate::TextView, usize)> {
-        self.engine.automaton_sizes()
+    /// The automata, per text view in order, with their sizes.
+    pub fn automata(&self) -> impl Iterator<Item = AutomatonView> + '_ {
+        self.model.views.iter().flat_map(move |view| {
+            view.dfas.iter().enumerate().map(move |(index, dfa)| {
+                let approximate_patterns = view
+                    .patterns
+                    .iter()
+                    .filter(|pattern| pattern.dfa as usize == index && pattern.approximate)
+                    .count();
+                AutomatonView {
+                    view: view.view,
+                    index,
+                    pattern_count: dfa.pattern_count as usize,
+                    approximate_patterns,
+                    memory_bytes: self.engine.automaton_memory(dfa.section),
+                }
+            })
+        })
     }
 
     /// Whether a rule that is not low-confidence could fire on `evidence`: the cheap gate for
@@ -276,147 +263,4 @@ impl Bundle {
             classification.retry_after = Some(hint.retry_after_seconds());
         }
     }
-}
-
-fn load_dfa(section: usize, bytes: &[u8]) -> Result<dense::DFA<Vec<u32>>, BundleError> {
-    // regex-automata reads transitions as u32s: copy into 4-aligned memory first.
-    let mut aligned = vec![0u32; bytes.len().div_ceil(4)];
-    let view: &mut [u8] = bytemuck::cast_slice_mut(&mut aligned);
-    if let Some(target) = view.get_mut(..bytes.len()) {
-        target.copy_from_slice(bytes);
-    }
-    let view: &[u8] = bytemuck::cast_slice(&aligned);
-    let (dfa, read) =
-        dense::DFA::from_bytes(view.get(..bytes.len()).unwrap_or_default()).map_err(|error| {
-            BundleError::Automaton {
-                section,
-                message: error.to_string(),
-            }
-        })?;
-    if read != bytes.len() {
-        return Err(BundleError::Automaton {
-            section,
-            message: format!("{} trailing bytes", bytes.len() - read),
-        });
-    }
-    Ok(dfa.to_owned())
-}
-
-fn validate_matcher(
-    model: &CatalogueModel,
-    matcher: &MatcherEntry,
-    rule: &str,
-) -> Result<(), BundleError> {
-    if let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind {
-        let view = model.views.iter().find(|view| view.view == matcher.view);
-        let known = view.is_some_and(|view| (pattern as usize) < view.patterns.len());
-        if !known {
-            return Err(BundleError::malformed(format!(
-                "rule `{rule}` refers to pattern {pattern} of a view without it"
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn validate_model(
-    model: &CatalogueModel,
-    dfas: &[dense::DFA<Vec<u32>>],
-) -> Result<(), BundleError> {
-    use regex_automata::dfa::Automaton as _;
-    for rule in &model.rules {
-        if rule.code as usize >= model.codes.len() || rule.tier as usize >= model.tiers.len() {
-            return Err(BundleError::malformed(format!(
-                "rule `{}` refers to a missing code or tier",
-                rule.id
-            )));
-        }
-        for matcher in rule.matchers.iter().chain(&rule.vetoes) {
-            validate_matcher(model, matcher, &rule.id)?;
-        }
-        if let Some(excerpt) = &rule.excerpt
-            && (excerpt.len() > crate::sanitize::MAX_EXCERPT_BYTES
-                || crate::sanitize::diagnostic(excerpt) != *excerpt)
-        {
-            return Err(BundleError::malformed(format!(
-                "rule `{}` has a fixed excerpt that is not redaction-clean",
-                rule.id
-            )));
-        }
-        if let Some(RemediationEntry::Capture { group, .. }) = &rule.remediation
-            && *group == 0
-        {
-            return Err(BundleError::malformed(format!(
-                "rule `{}` captures group 0",
-                rule.id
-            )));
-        }
-    }
-    let catch_all = model.rules.last().is_some_and(|rule| {
-        rule.guards == model::GuardsEntry::default()
-            && rule.matchers.is_empty()
-            && rule.vetoes.is_empty()
-            && !matches!(rule.remediation, Some(RemediationEntry::Capture { .. }))
-    });
-    if !catch_all {
-        return Err(BundleError::malformed(
-            "the last rule is not a catch-all, so some evidence would classify as nothing",
-        ));
-    }
-    let mut used_sections = vec![false; dfas.len()];
-    for view in &model.views {
-        for dfa in &view.dfas {
-            let index = (dfa.section as usize)
-                .checked_sub(1)
-                .filter(|index| *index < dfas.len());
-            let Some(index) = index else {
-                return Err(BundleError::malformed(format!(
-                    "view `{}` refers to missing section {}",
-                    view.view, dfa.section
-                )));
-            };
-            let automaton = dfas
-                .get(index)
-                .ok_or_else(|| BundleError::malformed("missing automaton"))?;
-            if automaton.pattern_len() != dfa.pattern_count as usize {
-                return Err(BundleError::malformed(format!(
-                    "section {} has {} patterns, the model says {}",
-                    dfa.section,
-                    automaton.pattern_len(),
-                    dfa.pattern_count
-                )));
-            }
-            if let Some(used) = used_sections.get_mut(index) {
-                *used = true;
-            }
-        }
-        for pattern in &view.patterns {
-            let dfa = view.dfas.get(pattern.dfa as usize);
-            if dfa.is_none_or(|dfa| pattern.dfa_pattern >= dfa.pattern_count) {
-                return Err(BundleError::malformed(format!(
-                    "pattern `{}` refers to a missing automaton pattern",
-                    pattern.pattern
-                )));
-            }
-        }
-    }
-    if used_sections.iter().any(|used| !used) {
-        return Err(BundleError::malformed(
-            "an automaton section is not used by any view",
-        ));
-    }
-    for literal in &model.literals {
-        if literal.literal.is_empty()
-            || literal
-                .rules
-                .iter()
-                .any(|rule| *rule as usize >= model.rules.len())
-        {
-            return Err(BundleError::malformed(format!(
-                "prefilter literal `{}` is empty or refers to a missing rule",
-                literal.literal
-            )));
-        }
-    }
-    Ok(())
 }

@@ -1,4 +1,4 @@
-//! The bundle file format: reading (every byte validated) and writing (deterministic).
+//! The bundle file format and its reader (every byte validated); the writer is `super::write`.
 //!
 //! ```text
 //! offset  size  field
@@ -28,16 +28,20 @@
 
 use sha2::{Digest, Sha256};
 
-use super::BundleError;
+use super::error::{LoadError, Repr};
 
 /// The magic bytes that start every bundle.
 pub const MAGIC: [u8; 8] = *b"FLBUNDLE";
 /// The format version this crate writes.
+#[cfg_attr(
+    not(feature = "bundle-writer"),
+    expect(dead_code, reason = "only the writer stamps it")
+)]
 pub const FORMAT_VERSION: u16 = 3;
 /// The oldest format version this crate reads. Format 2's content hash left the header out.
 pub const OLDEST_READABLE_VERSION: u16 = 3;
 /// The reader version of this crate: bundles whose minimum reader version is newer are refused.
-/// The compiler writes it as the minimum reader version of every bundle, so that a reader of
+/// The writer stamps it as the minimum reader version of every bundle, so that a reader of
 /// version 1 (which checked format 2's narrower hash) refuses format 3 as too new.
 pub const READER_VERSION: u16 = 2;
 /// Where the content hash lies in the file. The hash covers every other byte.
@@ -45,8 +49,8 @@ pub const HASH_RANGE: std::ops::Range<usize> = 24..56;
 /// The regex-automata serialization family the automata use.
 pub const REGEX_AUTOMATA_FAMILY: &str = "0.4";
 
-const FIXED_HEADER: usize = 88;
-const ENDIANNESS_LITTLE: u8 = 1;
+pub(super) const FIXED_HEADER: usize = 88;
+pub(super) const ENDIANNESS_LITTLE: u8 = 1;
 /// Upper bound on sections, so a corrupt count cannot make the reader allocate wildly.
 const MAX_SECTIONS: u32 = 4096;
 
@@ -57,8 +61,7 @@ pub struct Header {
     pub format_version: u16,
     /// Minimum reader version.
     pub min_reader_version: u16,
-    /// SHA-256 of every byte of the file but this field's ([`HASH_RANGE`]). [`write()`] computes
-    /// it and ignores the value given.
+    /// SHA-256 of every byte of the file but this field's ([`HASH_RANGE`]).
     pub content_hash: [u8; 32],
     /// SHA-256 of the catalogue sources.
     pub manifest_hash: [u8; 32],
@@ -87,53 +90,50 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, len: usize, what: &str) -> Result<&'a [u8], BundleError> {
+    fn take(&mut self, len: usize, what: &str) -> Result<&'a [u8], LoadError> {
         let end = self
             .at
             .checked_add(len)
-            .ok_or_else(|| BundleError::malformed(format!("{what}: length overflows")))?;
-        let slice = self.bytes.get(self.at..end).ok_or(BundleError::Truncated {
-            needed: end,
-            len: self.bytes.len(),
-        })?;
+            .ok_or_else(|| LoadError::malformed(format!("{what}: length overflows")))?;
+        let slice = self
+            .bytes
+            .get(self.at..end)
+            .ok_or(LoadError::truncated(end, self.bytes.len()))?;
         self.at = end;
         Ok(slice)
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], BundleError> {
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], LoadError> {
         let slice = self.take(N, what)?;
         let mut out = [0; N];
         out.copy_from_slice(slice);
         Ok(out)
     }
 
-    fn u16(&mut self, what: &str) -> Result<u16, BundleError> {
+    fn u16(&mut self, what: &str) -> Result<u16, LoadError> {
         Ok(u16::from_le_bytes(self.array(what)?))
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, BundleError> {
+    fn u32(&mut self, what: &str) -> Result<u32, LoadError> {
         Ok(u32::from_le_bytes(self.array(what)?))
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, BundleError> {
+    fn u64(&mut self, what: &str) -> Result<u64, LoadError> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
-    fn string(&mut self, what: &str) -> Result<String, BundleError> {
+    fn string(&mut self, what: &str) -> Result<String, LoadError> {
         let len = usize::from(self.u16(what)?);
         let bytes = self.take(len, what)?;
         String::from_utf8(bytes.to_vec())
-            .map_err(|_| BundleError::malformed(format!("{what} is not UTF-8")))
+            .map_err(|_| LoadError::malformed(format!("{what} is not UTF-8")))
     }
 }
 
 /// The content hash of a bundle: SHA-256 of every byte except the hash field itself
 /// ([`HASH_RANGE`]), so that a change to any other byte, header or body, changes it.
-pub fn content_hash(bytes: &[u8]) -> Result<[u8; 32], BundleError> {
-    let truncated = || BundleError::Truncated {
-        needed: HASH_RANGE.end,
-        len: bytes.len(),
-    };
+pub fn content_hash(bytes: &[u8]) -> Result<[u8; 32], LoadError> {
+    let truncated = || LoadError::truncated(HASH_RANGE.end, bytes.len());
     let before = bytes.get(..HASH_RANGE.start).ok_or_else(truncated)?;
     let after = bytes.get(HASH_RANGE.end..).ok_or_else(truncated)?;
     let mut hasher = Sha256::new();
@@ -144,72 +144,65 @@ pub fn content_hash(bytes: &[u8]) -> Result<[u8; 32], BundleError> {
 
 /// Parses and validates the framing of a bundle: magic, versions, content hash, endianness,
 /// header, section table. The sections' contents are validated by the caller.
-pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
+pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, LoadError> {
     let mut cursor = Cursor { bytes, at: 0 };
     if cursor.array::<8>("magic")? != MAGIC {
-        return Err(BundleError::BadMagic);
+        return Err(Repr::BadMagic.into());
     }
     // The versioned prefix is read before the hash is checked: how the rest of the file is laid
     // out, the hash included, depends on the format.
     let format_version = cursor.u16("format version")?;
     let min_reader_version = cursor.u16("minimum reader version")?;
     if min_reader_version > READER_VERSION {
-        return Err(BundleError::TooNew {
+        return Err(Repr::TooNew {
             format_version,
             min_reader_version,
             reader_version: READER_VERSION,
-        });
+        }
+        .into());
     }
     if format_version < OLDEST_READABLE_VERSION {
-        return Err(BundleError::TooOld {
+        return Err(Repr::TooOld {
             format_version,
             oldest_readable: OLDEST_READABLE_VERSION,
-        });
+        }
+        .into());
     }
     if bytes.len() < FIXED_HEADER {
-        return Err(BundleError::Truncated {
-            needed: FIXED_HEADER,
-            len: bytes.len(),
-        });
+        return Err(LoadError::truncated(FIXED_HEADER, bytes.len()));
     }
     // No other byte is interpreted before the hash is known to cover it as written.
     let stored_hash: [u8; 32] = bytes
         .get(HASH_RANGE)
         .and_then(|field| field.try_into().ok())
-        .ok_or(BundleError::Truncated {
-            needed: HASH_RANGE.end,
-            len: bytes.len(),
-        })?;
+        .ok_or_else(|| LoadError::truncated(HASH_RANGE.end, bytes.len()))?;
     if content_hash(bytes)? != stored_hash {
-        return Err(BundleError::HashMismatch);
+        return Err(Repr::HashMismatch.into());
     }
     let endianness = cursor.array::<4>("endianness")?;
     if endianness != [ENDIANNESS_LITTLE, 0, 0, 0] {
-        return Err(BundleError::malformed(
+        return Err(LoadError::malformed(
             "the automata are not little-endian, or reserved bytes are set",
         ));
     }
     if cfg!(target_endian = "big") {
-        return Err(BundleError::malformed(
+        return Err(LoadError::malformed(
             "this reader runs on a big-endian machine; bundles are little-endian",
         ));
     }
     let header_len = usize::try_from(cursor.u32("header length")?)
-        .map_err(|_| BundleError::malformed("header length"))?;
+        .map_err(|_| LoadError::malformed("header length"))?;
     let section_count = cursor.u32("section count")?;
     // Already checked above, as part of the whole file.
     cursor.take(HASH_RANGE.len(), "content hash")?;
     let manifest_hash = cursor.array::<32>("manifest hash")?;
     if header_len % 8 != 0 || header_len < FIXED_HEADER {
-        return Err(BundleError::malformed(format!(
+        return Err(LoadError::malformed(format!(
             "header length {header_len} is not a multiple of 8 of at least {FIXED_HEADER}"
         )));
     }
     if bytes.len() < header_len {
-        return Err(BundleError::Truncated {
-            needed: header_len,
-            len: bytes.len(),
-        });
+        return Err(LoadError::truncated(header_len, bytes.len()));
     }
     let body = bytes.get(header_len..).unwrap_or_default();
     let header = Header {
@@ -227,7 +220,7 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
             .get(cursor.at..header_len)
             .is_some_and(|pad| pad.iter().any(|b| *b != 0))
     {
-        return Err(BundleError::malformed(
+        return Err(LoadError::malformed(
             "header strings overrun the header, or its padding is not zero",
         ));
     }
@@ -235,13 +228,14 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
         .regex_automata_version
         .starts_with(REGEX_AUTOMATA_FAMILY)
     {
-        return Err(BundleError::RegexAutomataVersion {
+        return Err(Repr::RegexAutomataVersion {
             bundle: header.regex_automata_version,
             runtime: REGEX_AUTOMATA_FAMILY,
-        });
+        }
+        .into());
     }
     if section_count == 0 || section_count > MAX_SECTIONS {
-        return Err(BundleError::malformed(format!(
+        return Err(LoadError::malformed(format!(
             "section count {section_count} is not in 1..={MAX_SECTIONS}"
         )));
     }
@@ -253,86 +247,26 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, BundleError> {
         .saturating_mul(16);
     for index in 0..section_count {
         let offset = usize::try_from(table.u64("section offset")?)
-            .map_err(|_| BundleError::malformed("section offset"))?;
+            .map_err(|_| LoadError::malformed("section offset"))?;
         let len = usize::try_from(table.u64("section length")?)
-            .map_err(|_| BundleError::malformed("section length"))?;
+            .map_err(|_| LoadError::malformed("section length"))?;
         let end = offset
             .checked_add(len)
-            .ok_or_else(|| BundleError::malformed("section end overflows"))?;
+            .ok_or_else(|| LoadError::malformed("section end overflows"))?;
         // The header length is a multiple of 8, so the offset alone decides alignment.
         if offset % 8 != 0 || offset < previous_end {
-            return Err(BundleError::malformed(format!(
+            return Err(LoadError::malformed(format!(
                 "section {index} is misaligned or overlaps the one before"
             )));
         }
-        let section = body.get(offset..end).ok_or(BundleError::Truncated {
-            needed: header_len.saturating_add(end),
-            len: bytes.len(),
-        })?;
+        let section = body
+            .get(offset..end)
+            .ok_or_else(|| LoadError::truncated(header_len.saturating_add(end), bytes.len()))?;
         sections.push(section);
         previous_end = end;
     }
     if previous_end != body.len() {
-        return Err(BundleError::malformed("bytes after the last section"));
+        return Err(LoadError::malformed("bytes after the last section"));
     }
     Ok(RawBundle { header, sections })
-}
-
-fn pad_to_8(out: &mut Vec<u8>) {
-    while !out.len().is_multiple_of(8) {
-        out.push(0);
-    }
-}
-
-/// Writes a bundle. The output depends only on the arguments.
-pub fn write(header: &Header, sections: &[Vec<u8>]) -> Result<Vec<u8>, BundleError> {
-    let mut strings = Vec::new();
-    for (what, text) in [
-        ("catalogue name", &header.catalogue_name),
-        ("catalogue version", &header.catalogue_version),
-        ("compiler version", &header.compiler_version),
-        ("regex-automata version", &header.regex_automata_version),
-    ] {
-        let len = u16::try_from(text.len())
-            .map_err(|_| BundleError::malformed(format!("{what} is too long")))?;
-        strings.extend_from_slice(&len.to_le_bytes());
-        strings.extend_from_slice(text.as_bytes());
-    }
-    let header_len = (FIXED_HEADER + strings.len()).next_multiple_of(8);
-    let section_count =
-        u32::try_from(sections.len()).map_err(|_| BundleError::malformed("too many sections"))?;
-    let mut body = vec![0u8; sections.len() * 16];
-    let mut table = Vec::with_capacity(sections.len() * 16);
-    for section in sections {
-        pad_to_8(&mut body);
-        let offset = body.len() as u64;
-        table.extend_from_slice(&offset.to_le_bytes());
-        table.extend_from_slice(&(section.len() as u64).to_le_bytes());
-        body.extend_from_slice(section);
-    }
-    if let Some(slot) = body.get_mut(..table.len()) {
-        slot.copy_from_slice(&table);
-    }
-    let mut out = Vec::with_capacity(header_len + body.len());
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&header.format_version.to_le_bytes());
-    out.extend_from_slice(&header.min_reader_version.to_le_bytes());
-    out.extend_from_slice(&[ENDIANNESS_LITTLE, 0, 0, 0]);
-    out.extend_from_slice(
-        &u32::try_from(header_len)
-            .map_err(|_| BundleError::malformed("header too long"))?
-            .to_le_bytes(),
-    );
-    out.extend_from_slice(&section_count.to_le_bytes());
-    // Zero for now: the hash covers the rest of the file, which is not written yet.
-    out.extend_from_slice(&[0; HASH_RANGE.end - HASH_RANGE.start]);
-    out.extend_from_slice(&header.manifest_hash);
-    out.extend_from_slice(&strings);
-    out.resize(header_len, 0);
-    out.extend_from_slice(&body);
-    let hash = content_hash(&out)?;
-    if let Some(field) = out.get_mut(HASH_RANGE) {
-        field.copy_from_slice(&hash);
-    }
-    Ok(out)
 }

@@ -1,0 +1,35 @@
+//! The producer's entry point: what the compiler needs to write a bundle, and nothing an
+//! orchestrator links. Compiled only with the `bundle-writer` feature (off by default; the
+//! compiler, the bundle tests and the fuzz targets enable it).
+//!
+//! - [`write()`] and [`BundleContents`]: the writer. It takes what the compiler knows (catalogue
+//!   name and version, compiler version, source-manifest hash, the catalogue model, the
+//!   serialized automata) and stamps the format version, the minimum reader version, the
+//!   regex-automata serialization family and the content hash itself.
+//! - The catalogue model ([`CatalogueModel`] and its entries): the rules in effective priority
+//!   order as the bundle carries them. Only the compiler builds one; readers see it through
+//!   [`crate::Bundle`]'s views.
+//! - The limits the loader compiles patterns under ([`REGEX_SIZE_LIMIT`],
+//!   [`REGEX_DFA_SIZE_LIMIT`]), which the compiler checks every pattern against so that a bundle
+//!   it accepts always loads, and the words the redaction introduces ([`INTRODUCED_WORDS`]),
+//!   which a prefilter literal must never require.
+//! - The format's constants and its content hash, for tests that damage a bundle on purpose
+//!   and reseal it ([`content_hash`], [`HASH_RANGE`]).
+
+pub use crate::bundle::model::{
+    CatalogueModel, CodeEntry, DfaEntry, GuardsEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
+    PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
+};
+pub use crate::bundle::wire::{
+    FORMAT_VERSION, HASH_RANGE, MAGIC, OLDEST_READABLE_VERSION, READER_VERSION,
+    REGEX_AUTOMATA_FAMILY,
+};
+pub use crate::bundle::write::{BundleContents, WriteError, write};
+pub use crate::bundle::{REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
+pub use crate::sanitize::INTRODUCED_WORDS;
+
+/// The content hash of a bundle's bytes: SHA-256 of every byte except the hash field
+/// ([`HASH_RANGE`]). `None` when the bytes are too short to hold that field.
+pub fn content_hash(bytes: &[u8]) -> Option<[u8; 32]> {
+    crate::bundle::wire::content_hash(bytes).ok()
+}

@@ -1,0 +1,153 @@
+//! The loader's checks of what the framing does not cover: every automaton deserialized by
+//! regex-automata's checked deserializer, and every index of the catalogue model in range, so
+//! that the rule walk never meets a dangling reference in a bundle that loaded.
+
+use regex_automata::dfa::dense;
+
+use super::LoadError;
+use super::error::Repr;
+use super::model::{self, CatalogueModel, MatcherEntry, MatcherKindEntry, RemediationEntry};
+
+pub(super) fn load_dfa(section: usize, bytes: &[u8]) -> Result<dense::DFA<Vec<u32>>, LoadError> {
+    // regex-automata reads transitions as u32s: copy into 4-aligned memory first.
+    let mut aligned = vec![0u32; bytes.len().div_ceil(4)];
+    let view: &mut [u8] = bytemuck::cast_slice_mut(&mut aligned);
+    if let Some(target) = view.get_mut(..bytes.len()) {
+        target.copy_from_slice(bytes);
+    }
+    let view: &[u8] = bytemuck::cast_slice(&aligned);
+    let (dfa, read) =
+        dense::DFA::from_bytes(view.get(..bytes.len()).unwrap_or_default()).map_err(|error| {
+            LoadError::from(Repr::Automaton {
+                section,
+                message: error.to_string(),
+            })
+        })?;
+    if read != bytes.len() {
+        return Err(Repr::Automaton {
+            section,
+            message: format!("{} trailing bytes", bytes.len() - read),
+        }
+        .into());
+    }
+    Ok(dfa.to_owned())
+}
+
+fn validate_matcher(
+    model: &CatalogueModel,
+    matcher: &MatcherEntry,
+    rule: &str,
+) -> Result<(), LoadError> {
+    if let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind {
+        let view = model.views.iter().find(|view| view.view == matcher.view);
+        let known = view.is_some_and(|view| (pattern as usize) < view.patterns.len());
+        if !known {
+            return Err(LoadError::malformed(format!(
+                "rule `{rule}` refers to pattern {pattern} of a view without it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn validate_model(
+    model: &CatalogueModel,
+    dfas: &[dense::DFA<Vec<u32>>],
+) -> Result<(), LoadError> {
+    use regex_automata::dfa::Automaton as _;
+    for rule in &model.rules {
+        if rule.code as usize >= model.codes.len() || rule.tier as usize >= model.tiers.len() {
+            return Err(LoadError::malformed(format!(
+                "rule `{}` refers to a missing code or tier",
+                rule.id
+            )));
+        }
+        for matcher in rule.matchers.iter().chain(&rule.vetoes) {
+            validate_matcher(model, matcher, &rule.id)?;
+        }
+        if let Some(excerpt) = &rule.excerpt
+            && (excerpt.len() > crate::sanitize::MAX_EXCERPT_BYTES
+                || crate::sanitize::diagnostic(excerpt) != *excerpt)
+        {
+            return Err(LoadError::malformed(format!(
+                "rule `{}` has a fixed excerpt that is not redaction-clean",
+                rule.id
+            )));
+        }
+        if let Some(RemediationEntry::Capture { group, .. }) = &rule.remediation
+            && *group == 0
+        {
+            return Err(LoadError::malformed(format!(
+                "rule `{}` captures group 0",
+                rule.id
+            )));
+        }
+    }
+    let catch_all = model.rules.last().is_some_and(|rule| {
+        rule.guards == model::GuardsEntry::default()
+            && rule.matchers.is_empty()
+            && rule.vetoes.is_empty()
+            && !matches!(rule.remediation, Some(RemediationEntry::Capture { .. }))
+    });
+    if !catch_all {
+        return Err(LoadError::malformed(
+            "the last rule is not a catch-all, so some evidence would classify as nothing",
+        ));
+    }
+    let mut used_sections = vec![false; dfas.len()];
+    for view in &model.views {
+        for dfa in &view.dfas {
+            let index = (dfa.section as usize)
+                .checked_sub(1)
+                .filter(|index| *index < dfas.len());
+            let Some(index) = index else {
+                return Err(LoadError::malformed(format!(
+                    "view `{}` refers to missing section {}",
+                    view.view, dfa.section
+                )));
+            };
+            let automaton = dfas
+                .get(index)
+                .ok_or_else(|| LoadError::malformed("missing automaton"))?;
+            if automaton.pattern_len() != dfa.pattern_count as usize {
+                return Err(LoadError::malformed(format!(
+                    "section {} has {} patterns, the model says {}",
+                    dfa.section,
+                    automaton.pattern_len(),
+                    dfa.pattern_count
+                )));
+            }
+            if let Some(used) = used_sections.get_mut(index) {
+                *used = true;
+            }
+        }
+        for pattern in &view.patterns {
+            let dfa = view.dfas.get(pattern.dfa as usize);
+            if dfa.is_none_or(|dfa| pattern.dfa_pattern >= dfa.pattern_count) {
+                return Err(LoadError::malformed(format!(
+                    "pattern `{}` refers to a missing automaton pattern",
+                    pattern.pattern
+                )));
+            }
+        }
+    }
+    if used_sections.iter().any(|used| !used) {
+        return Err(LoadError::malformed(
+            "an automaton section is not used by any view",
+        ));
+    }
+    for literal in &model.literals {
+        if literal.literal.is_empty()
+            || literal
+                .rules
+                .iter()
+                .any(|rule| *rule as usize >= model.rules.len())
+        {
+            return Err(LoadError::malformed(format!(
+                "prefilter literal `{}` is empty or refers to a missing rule",
+                literal.literal
+            )));
+        }
+    }
+    Ok(())
+}
