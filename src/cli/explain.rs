@@ -98,13 +98,7 @@ fn outranks(order: Option<&Order>, bundle: &Bundle, winner: usize, other: usize)
             .map_or("?", |rule| rule.id.as_str())
     };
     if let Some(order) = order {
-        let index = |position: usize| {
-            order
-                .catalogue
-                .rules
-                .iter()
-                .position(|rule| rule.id == id(position))
-        };
+        let index = |position: usize| order.catalogue.index_of(id(position));
         if let (Some(a), Some(b)) = (index(winner), index(other)) {
             return priority::explain(&order.catalogue, &order.priority, a, b);
         }

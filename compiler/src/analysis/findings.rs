@@ -4,16 +4,16 @@
 use faultline_dsl::{Code, Diagnostic};
 use faultline_runtime::Evidence;
 
-use crate::ir::RuleDef;
+use crate::ir::{RuleDef, RuleIndex};
 
 use super::search::{Component, Polarity, Search};
-use super::{Analyzer, describe};
+use super::{Analyzer, describe, flag};
 
 impl Analyzer<'_> {
     /// Whether a rule fires on some evidence, as the dead-rule check decides it (a rule it
     /// cannot decide counts as live).
-    pub(super) fn fires_somewhere(&self, index: usize) -> bool {
-        let (Some(rule), Some(text)) = (self.rule(index), self.texts.get(index)) else {
+    pub(super) fn fires_somewhere(&self, index: RuleIndex) -> bool {
+        let (Some(rule), Some(text)) = (self.rule(index), self.text(index)) else {
             return false;
         };
         if !self.scope.analysed(index) {
@@ -23,10 +23,9 @@ impl Analyzer<'_> {
             return true;
         }
         let components: Vec<&Component> = text.components.iter().collect();
-        let position = self.bundle.rule_position(&rule.id).unwrap_or(usize::MAX);
         !matches!(
             self.verified(&[index], &components, |evidence| {
-                self.fires(position, evidence)
+                self.bundle.fires(index, evidence)
             }),
             Ok(None)
         )
@@ -34,12 +33,12 @@ impl Analyzer<'_> {
 
     pub(super) fn dead_rules_and_vetoes(&self) -> Vec<bool> {
         let mut live = vec![true; self.catalogue.rules.len()];
-        for (index, rule) in self.catalogue.rules.iter().enumerate() {
-            let Some(text) = self.texts.get(index) else {
+        for (index, rule) in self.catalogue.indices() {
+            let Some(text) = self.text(index) else {
                 continue;
             };
             if !self.scope.analysed(index) {
-                if let Some(slot) = live.get_mut(index) {
+                if let Some(slot) = live.get_mut(index.as_usize()) {
                     *slot = false;
                 }
                 continue;
@@ -48,13 +47,12 @@ impl Analyzer<'_> {
                 continue;
             }
             let components: Vec<&Component> = text.components.iter().collect();
-            let position = self.bundle.rule_position(&rule.id).unwrap_or(usize::MAX);
             match self.verified(&[index], &components, |evidence| {
-                self.fires(position, evidence)
+                self.bundle.fires(index, evidence)
             }) {
                 Ok(Some(_)) => {}
                 Ok(None) => {
-                    if let Some(slot) = live.get_mut(index) {
+                    if let Some(slot) = live.get_mut(index.as_usize()) {
                         *slot = false;
                     }
                     let vetoed = text
@@ -91,7 +89,7 @@ impl Analyzer<'_> {
                 }
             }
             // A veto that never matches where the rule's matchers do vetoes nothing.
-            if live.get(index).copied().unwrap_or(false) {
+            if flag(&live, index) {
                 for veto in text
                     .components
                     .iter()
@@ -127,10 +125,10 @@ impl Analyzer<'_> {
     pub(super) fn covering_component(
         &self,
         rule: &RuleDef,
-        upper_index: usize,
+        upper_index: RuleIndex,
     ) -> Option<Option<Component>> {
         let upper = self.rule(upper_index)?;
-        let upper_text = self.texts.get(upper_index)?;
+        let upper_text = self.text(upper_index)?;
         if !Self::guards_imply(&rule.guards, &upper.guards) || !upper_text.exact {
             return None;
         }
@@ -149,19 +147,18 @@ impl Analyzer<'_> {
     /// proves the rule can never win; a witness it wins on proves it can.
     pub(super) fn shadowed(&self, live: &[bool]) {
         const REFINEMENTS: usize = 24;
-        for &index in &self.priority.order {
-            let (Some(rule), Some(text)) = (self.rule(index), self.texts.get(index)) else {
+        for &index in self.priority.order() {
+            let (Some(rule), Some(text)) = (self.rule(index), self.text(index)) else {
                 continue;
             };
             // A rule whose order waits on a rule with errors may yet be ordered above the rules
             // that cover it now.
-            if !live.get(index).copied().unwrap_or(false) || !self.scope.order_known(index) {
+            if !flag(live, index) || !self.scope.order_known(index) {
                 continue;
             }
             let id = rule.id.clone();
-            let position = self.bundle.rule_position(&id).unwrap_or(usize::MAX);
             let mut excluded: Vec<Component> = Vec::new();
-            let mut covering_rules: Vec<usize> = Vec::new();
+            let mut covering_rules: Vec<RuleIndex> = Vec::new();
             let mut verdict: Option<Result<(), ()>> = None;
             let mut first_witness: Option<Evidence> = None;
             let mut held = false;
@@ -178,10 +175,10 @@ impl Analyzer<'_> {
                 let mut refined = false;
                 for texts in witnesses {
                     let evidence = self.evidence(&[index], &texts);
-                    if !self.fires(position, &evidence) {
+                    if !self.bundle.fires(index, &evidence) {
                         continue;
                     }
-                    let classification = self.classify(&evidence);
+                    let classification = self.bundle.classify(&evidence);
                     if classification.rule == id {
                         verdict = Some(Ok(()));
                         break 'refine;
@@ -192,7 +189,7 @@ impl Analyzer<'_> {
                     // only by the tie-break, which the rules with errors may change.
                     if let Some(winner) = winner
                         && self.scope.partial
-                        && self.priority.unordered(self.catalogue, winner, index)
+                        && self.priority.unordered(winner, index)
                     {
                         held = true;
                         break 'refine;
@@ -245,13 +242,13 @@ impl Analyzer<'_> {
                     }
                     let witness = first_witness.or_else(|| {
                         self.verified(&[index], &text.components.iter().collect::<Vec<_>>(), |e| {
-                            self.fires(position, e)
+                            self.bundle.fires(index, e)
                         })
                         .ok()
                         .flatten()
                     });
                     if let Some(evidence) = witness {
-                        let classification = self.classify(&evidence);
+                        let classification = self.bundle.classify(&evidence);
                         diagnostic = diagnostic.note(format!(
                             "witness (verified: it fires, `{}` wins): {}",
                             classification.rule,
@@ -287,3 +284,4 @@ impl Analyzer<'_> {
         );
     }
 }
+

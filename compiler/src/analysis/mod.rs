@@ -18,10 +18,12 @@
 //!
 //! The stages, one module each: [`rule_text`] turns a rule's matchers into components,
 //! [`search`] runs the product search, [`verify`] turns a found text into evidence and confirms
-//! it with the compiled classifier, and the findings are [`findings`] (dead rules, dead vetoes,
+//! it with the compiled classifier (through [`bundle`], the one door into it; the inline
+//! examples are run through the same door), and the findings are [`findings`] (dead rules, dead vetoes,
 //! shadowed rules), [`ties`] (pairs that nothing orders) and [`overlaps`] (redundant
 //! signatures).
 
+mod bundle;
 mod findings;
 mod overlaps;
 mod rule_text;
@@ -32,11 +34,14 @@ mod verify;
 use std::collections::HashMap;
 
 use faultline_dsl::Diagnostic;
-use faultline_runtime::{Bundle, Evidence, EvidenceField};
+use faultline_runtime::{Evidence, EvidenceField};
 
 use crate::db::Db;
-use crate::ir::{Catalogue, RuleDef};
+use crate::ir::{Catalogue, RuleDef, RuleIndex};
 use crate::priority::Priority;
+
+pub(crate) use bundle::Compiled;
+pub(crate) use verify::check_examples;
 
 use rule_text::{RuleText, rule_text};
 use search::ComponentBudget;
@@ -81,25 +86,27 @@ pub struct Scope {
 }
 
 impl Scope {
-    fn analysed(&self, rule: usize) -> bool {
-        self.analysed.get(rule).copied().unwrap_or(true)
-    }
-
-    fn flag(flags: &[bool], rule: usize) -> bool {
-        flags.get(rule).copied().unwrap_or(false)
+    /// Whether the rule is analysed at all.
+    pub fn analysed(&self, rule: RuleIndex) -> bool {
+        self.analysed.get(rule.as_usize()).copied().unwrap_or(true)
     }
 
     /// Whether the rule's place in the order is settled: its shadowing and examples can be
     /// judged.
-    pub fn order_known(&self, rule: usize) -> bool {
-        !Self::flag(&self.above_unknown, rule) && !Self::flag(&self.below_unknown, rule)
+    pub fn order_known(&self, rule: RuleIndex) -> bool {
+        !flag(&self.above_unknown, rule) && !flag(&self.below_unknown, rule)
     }
 
     /// Whether fixing the rules with errors cannot order `a` and `b` against each other.
-    pub fn pair_order_known(&self, a: usize, b: usize) -> bool {
+    pub fn pair_order_known(&self, a: RuleIndex, b: RuleIndex) -> bool {
         let (up, down) = (&self.above_unknown, &self.below_unknown);
-        !(Self::flag(up, a) && Self::flag(down, b) || Self::flag(up, b) && Self::flag(down, a))
+        !(flag(up, a) && flag(down, b) || flag(up, b) && flag(down, a))
     }
+}
+
+/// A per-rule flag (of a vector indexed by catalogue rule); `false` beyond its end.
+fn flag(flags: &[bool], rule: RuleIndex) -> bool {
+    flags.get(rule.as_usize()).copied().unwrap_or(false)
 }
 
 /// What the collision analysis concludes about two rules of one tier that nothing orders, the
@@ -130,26 +137,26 @@ struct Analyzer<'a> {
     db: &'a dyn Db,
     catalogue: &'a Catalogue,
     priority: &'a Priority,
-    bundle: &'a Bundle,
+    bundle: &'a Compiled<'a>,
     budget: &'a AnalysisBudget,
     components: ComponentBudget,
     scope: &'a Scope,
     texts: Vec<RuleText>,
     /// Catalogue index of each rule id.
-    rule_index: HashMap<&'a str, usize>,
+    rule_index: HashMap<&'a str, RuleIndex>,
     /// Findings; interior mutability lets queries borrow the analyzer while reporting.
     diagnostics: std::cell::RefCell<Vec<Diagnostic>>,
 }
 
 /// What the analysis reads: the checked catalogue, its order and compiled bundle, the budgets.
 #[derive(Debug, Clone, Copy)]
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The checked catalogue.
     pub catalogue: &'a Catalogue,
     /// Its effective order.
     pub priority: &'a Priority,
     /// Its compiled bundle (the rules `scope` analyses).
-    pub bundle: &'a Bundle,
+    pub bundle: &'a Compiled<'a>,
     /// The analysis budget.
     pub budget: &'a AnalysisBudget,
     /// The automaton budgets (component automata share the lowering's exact attempts).
@@ -160,13 +167,11 @@ pub struct Inputs<'a> {
 
 impl<'a> Analyzer<'a> {
     /// An analyzer of the rules `inputs.scope` covers (of `only` among them, when given).
-    fn new(db: &'a dyn Db, inputs: Inputs<'a>, only: Option<&[usize]>) -> Self {
+    fn new(db: &'a dyn Db, inputs: Inputs<'a>, only: Option<&[RuleIndex]>) -> Self {
         let components = ComponentBudget::new(inputs.budget, inputs.lowering);
         let texts = inputs
             .catalogue
-            .rules
-            .iter()
-            .enumerate()
+            .indices()
             .map(|(index, rule)| {
                 if inputs.scope.analysed(index) && only.is_none_or(|only| only.contains(&index)) {
                     rule_text(db, rule, &components)
@@ -177,9 +182,7 @@ impl<'a> Analyzer<'a> {
             .collect();
         let rule_index = inputs
             .catalogue
-            .rules
-            .iter()
-            .enumerate()
+            .indices()
             .map(|(i, r)| (r.id.as_str(), i))
             .collect();
         Analyzer {
@@ -198,7 +201,7 @@ impl<'a> Analyzer<'a> {
 }
 
 /// Runs every analysis on the rules `inputs.scope` covers.
-pub fn analyze(db: &dyn Db, inputs: Inputs<'_>) -> Vec<Diagnostic> {
+pub(crate) fn analyze(db: &dyn Db, inputs: Inputs<'_>) -> Vec<Diagnostic> {
     let analyzer = Analyzer::new(db, inputs, None);
     let live = analyzer.dead_rules_and_vetoes();
     analyzer.ties(&live);
@@ -209,15 +212,25 @@ pub fn analyze(db: &dyn Db, inputs: Inputs<'_>) -> Vec<Diagnostic> {
 
 /// The collision analysis's verdict on two rules (catalogue indices), as `faultline check`
 /// reaches it for the pair.
-pub fn pair_verdict(db: &dyn Db, inputs: Inputs<'_>, a: usize, b: usize) -> PairVerdict {
+pub(crate) fn pair_verdict(
+    db: &dyn Db,
+    inputs: Inputs<'_>,
+    a: RuleIndex,
+    b: RuleIndex,
+) -> PairVerdict {
     let analyzer = Analyzer::new(db, inputs, Some(&[a, b]));
-    let live = |rule: usize| analyzer.fires_somewhere(rule);
+    let live = |rule: RuleIndex| analyzer.fires_somewhere(rule);
     analyzer.pair_verdict(a, b, &live)
 }
 
 impl Analyzer<'_> {
-    fn rule(&self, index: usize) -> Option<&RuleDef> {
-        self.catalogue.rules.get(index)
+    fn rule(&self, index: RuleIndex) -> Option<&RuleDef> {
+        self.catalogue.rule(index)
+    }
+
+    /// The rule's firing condition over text (empty for a rule not analysed).
+    fn text(&self, index: RuleIndex) -> Option<&RuleText> {
+        self.texts.get(index.as_usize())
     }
 
     fn report(&self, diagnostic: Diagnostic) {

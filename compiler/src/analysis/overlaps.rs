@@ -7,8 +7,10 @@ use faultline_dsl::{Code, Diagnostic};
 use faultline_runtime::TextView;
 use faultline_runtime::bundle::REGEX_SIZE_LIMIT;
 
-use super::Analyzer;
+use crate::ir::RuleIndex;
+
 use super::search::{Component, Polarity, Search, component_automaton};
+use super::{Analyzer, flag};
 
 impl Analyzer<'_> {
     pub(super) fn overlaps(&self, live: &[bool]) {
@@ -20,17 +22,17 @@ impl Analyzer<'_> {
                 faultline_runtime::Confidence,
                 faultline_runtime::Scope,
             ),
-            Vec<usize>,
+            Vec<RuleIndex>,
         > = HashMap::new();
-        for (index, rule) in self.catalogue.rules.iter().enumerate() {
-            if live.get(index).copied().unwrap_or(false) && !rule.matchers.is_empty() {
+        for (index, rule) in self.catalogue.indices() {
+            if flag(live, index) && !rule.matchers.is_empty() {
                 groups
                     .entry((rule.tier, rule.code.as_str(), rule.confidence, rule.scope))
                     .or_default()
                     .push(index);
             }
         }
-        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        let mut pairs: Vec<(RuleIndex, RuleIndex)> = Vec::new();
         for members in groups.values() {
             self.nesting_candidates(members, &mut pairs);
         }
@@ -43,7 +45,7 @@ impl Analyzer<'_> {
                 if !Self::guards_compatible(&rule_a.guards, &rule_b.guards) {
                     continue;
                 }
-                let (Some(text_a), Some(text_b)) = (self.texts.get(a), self.texts.get(b)) else {
+                let (Some(text_a), Some(text_b)) = (self.text(a), self.text(b)) else {
                     continue;
                 };
                 'patterns: for (view_a, inner, inner_words) in &text_a.patterns {
@@ -112,15 +114,19 @@ impl Analyzer<'_> {
     /// of the words' three-letter pieces finds, for each inner word, the outer words that can
     /// contain it, instead of comparing every pair. Patterns without required words pair with
     /// every pattern of their view.
-    pub(super) fn nesting_candidates(&self, members: &[usize], pairs: &mut Vec<(usize, usize)>) {
+    pub(super) fn nesting_candidates(
+        &self,
+        members: &[RuleIndex],
+        pairs: &mut Vec<(RuleIndex, RuleIndex)>,
+    ) {
         // Per view: outer words by trigram (rule, word), and the rules with an unconstrained
         // pattern.
-        let mut trigrams: HashMap<(TextView, &str), Vec<(usize, &str)>> = HashMap::new();
-        let mut short: HashMap<TextView, Vec<(usize, &str)>> = HashMap::new();
-        let mut unconstrained: HashMap<TextView, Vec<usize>> = HashMap::new();
-        let mut with_view: HashMap<TextView, Vec<usize>> = HashMap::new();
+        let mut trigrams: HashMap<(TextView, &str), Vec<(RuleIndex, &str)>> = HashMap::new();
+        let mut short: HashMap<TextView, Vec<(RuleIndex, &str)>> = HashMap::new();
+        let mut unconstrained: HashMap<TextView, Vec<RuleIndex>> = HashMap::new();
+        let mut with_view: HashMap<TextView, Vec<RuleIndex>> = HashMap::new();
         for &b in members {
-            let Some(text) = self.texts.get(b) else {
+            let Some(text) = self.text(b) else {
                 continue;
             };
             for (view, _, words) in &text.patterns {
@@ -143,7 +149,7 @@ impl Analyzer<'_> {
         }
         let start = pairs.len();
         for &a in members {
-            let Some(text) = self.texts.get(a) else {
+            let Some(text) = self.text(a) else {
                 continue;
             };
             for (view, _, words) in &text.patterns {
@@ -166,7 +172,7 @@ impl Analyzer<'_> {
                                 .iter()
                                 .map(|piece| trigrams.get(&(*view, *piece)))
                                 .min_by_key(|found| found.map_or(0, Vec::len));
-                            let outer: Vec<&(usize, &str)> = match candidates {
+                            let outer: Vec<&(RuleIndex, &str)> = match candidates {
                                 Some(found) => found.into_iter().flatten().collect(),
                                 // Shorter than a piece: any outer word may hold it.
                                 None => trigrams
@@ -187,7 +193,8 @@ impl Analyzer<'_> {
                 }
             }
         }
-        let mut found: Vec<(usize, usize)> = pairs.drain(start..).filter(|(a, b)| a != b).collect();
+        let mut found: Vec<(RuleIndex, RuleIndex)> =
+            pairs.drain(start..).filter(|(a, b)| a != b).collect();
         found.sort_unstable();
         found.dedup();
         pairs.extend(found);

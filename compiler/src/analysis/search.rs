@@ -253,7 +253,8 @@ fn breadth_first(
 
     type Node = Vec<(StateID, bool)>;
     let start: Node = all.iter().map(|(a, _)| (a.start, false)).collect();
-    let mut nodes: Vec<(usize, u8)> = vec![(usize::MAX, 0)];
+    // Per state: the state it was reached from and the byte read, `None` for the start.
+    let mut nodes: Vec<Option<(usize, u8)>> = vec![None];
     let mut states: Vec<Node> = vec![start.clone()];
     let mut seen: std::collections::HashSet<Node, StateHash> =
         std::collections::HashSet::with_hasher(StateHash);
@@ -277,10 +278,7 @@ fn breadth_first(
         if accepts {
             let mut bytes = Vec::new();
             let mut at = index;
-            while let Some(&(parent, byte)) = nodes.get(at) {
-                if parent == usize::MAX {
-                    break;
-                }
+            while let Some(&Some((parent, byte))) = nodes.get(at) {
                 bytes.push(byte);
                 at = parent;
             }
@@ -318,7 +316,7 @@ fn breadth_first(
                 };
             }
             seen.insert(next.clone());
-            nodes.push((index, byte));
+            nodes.push(Some((index, byte)));
             states.push(next);
             queue.push_back(states.len() - 1);
         }
@@ -422,3 +420,4 @@ impl Analyzer<'_> {
         Search::Witnesses(combined)
     }
 }
+

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use faultline_dsl::{Code, Diagnostic};
 use faultline_runtime::EvidenceField;
 
-use crate::ir::{Guards, RuleDef};
+use crate::ir::{Guards, RuleDef, RuleIndex};
 
 use super::search::Component;
-use super::{Analyzer, PairVerdict, describe};
+use super::{Analyzer, PairVerdict, describe, flag};
 
 impl Analyzer<'_> {
     pub(super) fn guards_compatible(a: &Guards, b: &Guards) -> bool {
@@ -83,14 +83,14 @@ impl Analyzer<'_> {
     /// The verdict on two rules, with `live` telling which rules fire on some evidence.
     pub(super) fn pair_verdict(
         &self,
-        a: usize,
-        b: usize,
-        live: &dyn Fn(usize) -> bool,
+        a: RuleIndex,
+        b: RuleIndex,
+        live: &dyn Fn(RuleIndex) -> bool,
     ) -> PairVerdict {
         let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
             return PairVerdict::Ordered;
         };
-        if !self.priority.unordered(self.catalogue, a, b) {
+        if !self.priority.unordered(a, b) {
             return PairVerdict::Ordered;
         }
         for (index, rule) in [(a, rule_a), (b, rule_b)] {
@@ -117,17 +117,13 @@ impl Analyzer<'_> {
         if let Some(field) = Self::exclusive_field(&rule_a.guards, &rule_b.guards) {
             return PairVerdict::GuardsExclusive(field);
         }
-        let (Some(text_a), Some(text_b)) = (self.texts.get(a), self.texts.get(b)) else {
+        let (Some(text_a), Some(text_b)) = (self.text(a), self.text(b)) else {
             return PairVerdict::Undecided;
         };
         let components: Vec<&Component> =
             text_a.components.iter().chain(&text_b.components).collect();
-        let (position_a, position_b) = (
-            self.bundle.rule_position(&rule_a.id).unwrap_or(usize::MAX),
-            self.bundle.rule_position(&rule_b.id).unwrap_or(usize::MAX),
-        );
         match self.verified(&[a, b], &components, |evidence| {
-            self.fires(position_a, evidence) && self.fires(position_b, evidence)
+            self.bundle.fires(a, evidence) && self.bundle.fires(b, evidence)
         }) {
             Ok(None) => PairVerdict::Disjoint,
             Ok(Some(evidence)) => PairVerdict::Tie(Box::new(evidence)),
@@ -136,7 +132,7 @@ impl Analyzer<'_> {
     }
 
     pub(super) fn ties(&self, live: &[bool]) {
-        let is_live = |index: usize| live.get(index).copied().unwrap_or(false);
+        let is_live = |index: RuleIndex| flag(live, index);
         for (a, b) in self.tie_candidates(live) {
             let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
                 continue;
@@ -169,17 +165,17 @@ impl Analyzer<'_> {
     /// are always ordered, so only same-rank pairs and pairs with an unranked rule are
     /// candidates, and of those only pairs sharing a value of the tier's most selective guard
     /// field (or where one rule does not guard it).
-    pub(super) fn tie_candidates(&self, live: &[bool]) -> Vec<(usize, usize)> {
-        let mut tiers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for (index, rule) in self.catalogue.rules.iter().enumerate() {
-            if live.get(index).copied().unwrap_or(false) {
+    pub(super) fn tie_candidates(&self, live: &[bool]) -> Vec<(RuleIndex, RuleIndex)> {
+        let mut tiers: BTreeMap<usize, Vec<RuleIndex>> = BTreeMap::new();
+        for (index, rule) in self.catalogue.indices() {
+            if flag(live, index) {
                 tiers.entry(rule.tier).or_default().push(index);
             }
         }
         let mut pairs = Vec::new();
         for members in tiers.values() {
             let field = self.selective_field(members);
-            let mut by_rank: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+            let mut by_rank: BTreeMap<i64, Vec<RuleIndex>> = BTreeMap::new();
             let mut unranked = Vec::new();
             for &index in members {
                 match self.rule(index).and_then(|rule| rule.rank) {
@@ -199,7 +195,7 @@ impl Analyzer<'_> {
 
     /// The guard values a rule allows on a field, as comparable keys; `None` when it does not
     /// guard the field.
-    pub(super) fn guard_keys(&self, index: usize, field: usize) -> Option<Vec<String>> {
+    pub(super) fn guard_keys(&self, index: RuleIndex, field: usize) -> Option<Vec<String>> {
         fn keys<T: std::fmt::Debug>(values: &Option<Vec<T>>) -> Option<Vec<String>> {
             values
                 .as_ref()
@@ -216,7 +212,7 @@ impl Analyzer<'_> {
     }
 
     /// The guard field that splits `members` into the fewest candidate pairs.
-    pub(super) fn selective_field(&self, members: &[usize]) -> usize {
+    pub(super) fn selective_field(&self, members: &[RuleIndex]) -> usize {
         (0..5)
             .min_by_key(|&field| {
                 let mut counts: HashMap<String, usize> = HashMap::new();
@@ -245,14 +241,14 @@ impl Analyzer<'_> {
     pub(super) fn pairs_sharing(
         &self,
         field: usize,
-        left: &[usize],
-        right: &[usize],
-        pairs: &mut Vec<(usize, usize)>,
+        left: &[RuleIndex],
+        right: &[RuleIndex],
+        pairs: &mut Vec<(RuleIndex, RuleIndex)>,
     ) {
         if left.is_empty() || right.is_empty() {
             return;
         }
-        let mut by_value: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_value: HashMap<String, Vec<RuleIndex>> = HashMap::new();
         let mut unguarded = Vec::new();
         for &index in right {
             match self.guard_keys(index, field) {
@@ -264,7 +260,7 @@ impl Analyzer<'_> {
                 None => unguarded.push(index),
             }
         }
-        let mut push = |a: usize, b: usize| {
+        let mut push = |a: RuleIndex, b: RuleIndex| {
             if a != b {
                 pairs.push((a.min(b), a.max(b)));
             }

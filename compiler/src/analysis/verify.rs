@@ -1,23 +1,27 @@
 //! Witness verification: a found text becomes evidence that satisfies the rules' guards, and
-//! only what the compiled classifier confirms is reported.
+//! only what the compiled classifier confirms is reported. The inline examples are checked
+//! here too: they are evidence run through the same classifier.
 
-use faultline_runtime::bundle::{REGEX_SIZE_LIMIT, Step};
+use std::collections::HashMap;
+
+use faultline_dsl::{Code, Diagnostic};
+use faultline_runtime::bundle::REGEX_SIZE_LIMIT;
 use faultline_runtime::{Evidence, EvidenceField, Phase, TextView};
 
-use crate::compile::example_evidence;
-use crate::ir::{ExampleEvidence, Guards};
+use crate::ir::{Catalogue, Example, Guards, RuleIndex};
+use crate::priority::Priority;
 
-use super::Analyzer;
 use super::search::{Component, Search};
+use super::{Analyzer, Compiled, Scope, describe};
 
 impl Analyzer<'_> {
     /// Evidence for a witness: the texts joined into stderr, and the structured fields chosen
     /// to satisfy every rule's guards.
-    pub(super) fn evidence(&self, rules: &[usize], texts: &[(TextView, String)]) -> Evidence {
-        let mut evidence = ExampleEvidence::default();
+    pub(super) fn evidence(&self, rules: &[RuleIndex], texts: &[(TextView, String)]) -> Evidence {
+        let mut evidence = Evidence::default();
         let guards: Vec<&Guards> = rules
             .iter()
-            .filter_map(|&r| self.catalogue.rules.get(r))
+            .filter_map(|&r| self.catalogue.rule(r))
             .map(|r| &r.guards)
             .collect();
         fn pick<T: Clone + PartialEq>(lists: Vec<&Option<Vec<T>>>) -> Option<T> {
@@ -67,7 +71,7 @@ impl Analyzer<'_> {
         }
         for &rule in rules {
             if let Some((pattern, group, field)) =
-                self.texts.get(rule).and_then(|t| t.group_fill.clone())
+                self.text(rule).and_then(|t| t.group_fill.clone())
             {
                 let raw = evidence.stderr.clone().unwrap_or_default();
                 let captured = crate::pattern::regex(&pattern, REGEX_SIZE_LIMIT)
@@ -82,22 +86,13 @@ impl Analyzer<'_> {
                 }
             }
         }
-        example_evidence(&evidence)
-    }
-
-    pub(super) fn classify(&self, evidence: &Evidence) -> faultline_runtime::Classification {
-        self.bundle.classify(evidence)
-    }
-
-    /// Whether the rule at bundle position `position` fires on `evidence`, alone.
-    pub(super) fn fires(&self, position: usize, evidence: &Evidence) -> bool {
-        self.bundle.rule_step(position, evidence) == Some(Step::Fired)
+        evidence
     }
 
     /// Finds the first witness of a query on which `verify` holds.
     pub(super) fn verified(
         &self,
-        rules: &[usize],
+        rules: &[RuleIndex],
         components: &[&Component],
         verify: impl Fn(&Evidence) -> bool,
     ) -> Result<Option<Evidence>, ()> {
@@ -115,4 +110,77 @@ impl Analyzer<'_> {
             }
         }
     }
+}
+
+/// Runs every inline example of the analysed rules through the compiled bundle; the examples
+/// of a rule whose order waits on a rule with errors wait with it (counterexamples do not
+/// depend on the order).
+pub(crate) fn check_examples(
+    catalogue: &Catalogue,
+    priority: &Priority,
+    bundle: &Compiled<'_>,
+    scope: &Scope,
+) -> Vec<Diagnostic> {
+    let index: HashMap<&str, RuleIndex> = catalogue
+        .indices()
+        .map(|(i, rule)| (rule.id.as_str(), i))
+        .collect();
+    let mut diagnostics = Vec::new();
+    for (rule_index, rule) in catalogue.indices() {
+        if !scope.analysed(rule_index) {
+            continue;
+        }
+        let order_known = scope.order_known(rule_index);
+        let run = |example: &Example| {
+            let evidence = example.evidence.clone();
+            let classification = bundle.classify(&evidence);
+            let own_step = bundle
+                .step(rule_index, &evidence)
+                .map(|step| step.said)
+                .unwrap_or_default();
+            (evidence, classification, own_step)
+        };
+        for example in rule.examples.iter().filter(|_| order_known) {
+            let (evidence, classification, own_step) = run(example);
+            // Beside errors, a winner that nothing orders above the rule wins only by the
+            // tie-break, which the rules with errors may change.
+            let by_tie_break = scope.partial
+                && own_step == "fired"
+                && index
+                    .get(classification.rule.as_str())
+                    .is_some_and(|&winner| priority.unordered(winner, rule_index));
+            if classification.rule != rule.id && !by_tie_break {
+                let why = if own_step == "fired" {
+                    format!(
+                        "`{}` fired but `{}` outranks it",
+                        rule.id, classification.rule
+                    )
+                } else {
+                    format!(
+                        "`{}` {own_step}; `{}` won with `{}`",
+                        rule.id, classification.rule, classification.code
+                    )
+                };
+                diagnostics.push(
+                    Diagnostic::new(Code::ExampleFailed, format!("example does not classify as `{}`", rule.id))
+                        .primary(&example.origin.file, example.origin.span, why)
+                        .note(format!("evidence: {}", describe(&evidence)))
+                        .note(format!("sanitized text: {:?}", classification.excerpt))
+                        .help("correct the rule or the example; if another rule rightly wins, declare the order with `before`/`after`"),
+                );
+            }
+        }
+        for example in &rule.counterexamples {
+            let (evidence, classification, own_step) = run(example);
+            if own_step == "fired" {
+                diagnostics.push(
+                    Diagnostic::new(Code::ExampleFailed, format!("counterexample fires `{}`", rule.id))
+                        .primary(&example.origin.file, example.origin.span, format!("`{}` fires on this (the winner is `{}`)", rule.id, classification.rule))
+                        .note(format!("evidence: {}", describe(&evidence)))
+                        .help("narrow the rule (anchor it, or add an `unless` veto), or correct the counterexample"),
+                );
+            }
+        }
+    }
+    diagnostics
 }

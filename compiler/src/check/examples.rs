@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use faultline_dsl::ast::{self, Value};
 use faultline_dsl::{Code, Diagnostic, SourceFile, Span};
-use faultline_runtime::{EvidenceField, Phase, Source};
+use faultline_runtime::{Evidence, EvidenceField, Phase, Source};
 
 use super::Checker;
 use crate::ir::*;
@@ -18,7 +18,7 @@ impl Checker<'_> {
         guards: &Guards,
         providers: &[String],
     ) -> Option<Example> {
-        let mut out = ExampleEvidence::default();
+        let mut out = Evidence::default();
         let span = match evidence {
             ast::Evidence::Text(text) => {
                 out.stderr = Some(text.value.clone());
@@ -89,7 +89,7 @@ impl Checker<'_> {
         file: &Arc<SourceFile>,
         field: EvidenceField,
         value: &Value,
-        out: &mut ExampleEvidence,
+        out: &mut Evidence,
         providers: &[String],
     ) -> bool {
         let text = |checker: &mut Self| match value {

@@ -51,16 +51,17 @@ pub fn check(loaded: &LoadedCatalogue) -> Checked {
 }
 
 /// How the checker validates and lowers one pattern (an incremental session memoizes it).
-pub type LowerFn<'a> = dyn Fn(&str) -> Result<pattern::LoweredPattern, Vec<PatternProblem>> + 'a;
+pub(crate) type LowerFn<'a> =
+    dyn Fn(&str) -> Result<pattern::LoweredPattern, Vec<PatternProblem>> + 'a;
 
 /// [`check`], with pattern lowering supplied by the caller.
-pub fn check_with(loaded: &LoadedCatalogue, lower: &LowerFn<'_>) -> Checked {
+pub(crate) fn check_with(loaded: &LoadedCatalogue, lower: &LowerFn<'_>) -> Checked {
     check_within(loaded, lower, crate::lower::Budget::default().pattern_bytes)
 }
 
 /// [`check_with`], refusing patterns and literals longer than `pattern_bytes` (FL0109): parsing
 /// a pattern costs memory in proportion to its length, before any automaton budget applies.
-pub fn check_within(
+pub(crate) fn check_within(
     loaded: &LoadedCatalogue,
     lower: &LowerFn<'_>,
     pattern_bytes: usize,

@@ -20,7 +20,7 @@ pub struct Budget {
     /// [`faultline_runtime::bundle::REGEX_SIZE_LIMIT`], under which bundles load.
     pub regex_bytes: usize,
     /// Deepest nesting of groups, repetitions and classes in a pattern (at most
-    /// [`crate::pattern::MAX_NEST_LIMIT`]); deeper patterns are FL0027.
+    /// 1,000, `pattern::MAX_NEST_LIMIT`); deeper patterns are FL0027.
     pub nest_limit: u32,
     /// Longest pattern or literal, in bytes: parsing a pattern takes memory in proportion to
     /// its length before any automaton budget applies.
@@ -81,19 +81,6 @@ pub enum AutomatonError {
     /// Anything else (a pattern that does not parse).
     #[error("{0}")]
     Other(String),
-}
-
-impl AutomatonError {
-    /// The budget in force that was exceeded, in bytes, if a budget was the cause.
-    pub fn limit(&self) -> Option<usize> {
-        match self {
-            AutomatonError::Nfa { limit }
-            | AutomatonError::Dfa { limit }
-            | AutomatonError::Determinize { limit }
-            | AutomatonError::Regex { limit } => Some(*limit),
-            AutomatonError::Other(_) => None,
-        }
-    }
 }
 
 /// A count with thousands separators: `33,554,432`.

@@ -37,7 +37,7 @@ use faultline_runtime::sanitize::REDACTION_VERSION;
 use faultline_runtime::{Bundle, TextView};
 
 use crate::db::{Db, PatternKey};
-use crate::ir::{Catalogue, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
+use crate::ir::{Catalogue, MatcherKind, RemediationSpec, RuleDef, RuleIndex, TextMatcher};
 use crate::literals;
 use crate::priority::Priority;
 
@@ -66,6 +66,8 @@ pub struct Lowered {
     /// Per catalogue rule: whether it is in the bundle (a rule whose automata exceed their
     /// budget is left out, with its diagnostic, and the others are lowered without it).
     pub included: Vec<bool>,
+    /// The catalogue rules in the bundle, in the bundle's order (its rule positions).
+    pub order: Vec<RuleIndex>,
 }
 
 /// A text matcher's pattern as the DFA sees it: regexes as lowered, `contains` as an escaped
@@ -147,7 +149,7 @@ fn too_large(rule: &RuleDef, span: Span, error: &AutomatonError) -> Diagnostic {
 }
 
 /// Every use of one pattern: the rule (catalogue index) and where the pattern is written.
-type Uses = Vec<(usize, Span)>;
+type Uses = Vec<(RuleIndex, Span)>;
 
 /// Lowers the rules of a checked catalogue that `include` marks, in effective priority order.
 /// A rule whose automata or regexes exceed their budget is left out with its diagnostic
@@ -173,7 +175,7 @@ pub fn lower(
             Err(failures) => {
                 let mut progressed = false;
                 for (rule, diagnostic) in failures {
-                    if let Some(slot) = included.get_mut(rule).filter(|slot| **slot) {
+                    if let Some(slot) = included.get_mut(rule.as_usize()).filter(|slot| **slot) {
                         *slot = false;
                         progressed = true;
                     }
@@ -252,19 +254,19 @@ fn lower_included(
     budget: &Budget,
     included: &[bool],
     regexes: &mut HashMap<String, Option<AutomatonError>>,
-) -> Result<Lowered, Vec<(usize, Diagnostic)>> {
-    let order: Vec<usize> = priority
-        .order
+) -> Result<Lowered, Vec<(RuleIndex, Diagnostic)>> {
+    let order: Vec<RuleIndex> = priority
+        .order()
         .iter()
         .copied()
-        .filter(|&index| included.get(index).copied().unwrap_or(false))
+        .filter(|index| included.get(index.as_usize()).copied().unwrap_or(false))
         .collect();
-    let mut failures: Vec<(usize, Diagnostic)> = Vec::new();
-    let fail = |failures: &mut Vec<(usize, Diagnostic)>,
-                uses: &[(usize, Span)],
+    let mut failures: Vec<(RuleIndex, Diagnostic)> = Vec::new();
+    let fail = |failures: &mut Vec<(RuleIndex, Diagnostic)>,
+                uses: &[(RuleIndex, Span)],
                 error: &AutomatonError| {
         for &(rule_index, span) in uses {
-            if let Some(rule) = catalogue.rules.get(rule_index) {
+            if let Some(rule) = catalogue.rule(rule_index) {
                 failures.push((rule_index, too_large(rule, span, error)));
             }
         }
@@ -273,7 +275,7 @@ fn lower_included(
     let mut view_patterns: BTreeMap<TextView, Vec<(String, Uses)>> = BTreeMap::new();
     let mut pattern_slot: HashMap<(TextView, String), usize> = HashMap::new();
     for &rule_index in &order {
-        let Some(rule) = catalogue.rules.get(rule_index) else {
+        let Some(rule) = catalogue.rule(rule_index) else {
             continue;
         };
         for matcher in rule.matchers.iter().chain(&rule.vetoes) {
@@ -336,7 +338,7 @@ fn lower_included(
             .iter()
             .map(|(_, uses)| {
                 uses.first()
-                    .and_then(|&(i, _)| catalogue.rules.get(i))
+                    .and_then(|&(i, _)| catalogue.rule(i))
                     .map(|rule| rule.id.clone())
                     .unwrap_or_default()
             })
@@ -436,7 +438,7 @@ fn lower_included(
     let mut rules = Vec::new();
     let mut literal_rules: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for (position, &rule_index) in order.iter().enumerate() {
-        let Some(rule) = catalogue.rules.get(rule_index) else {
+        let Some(rule) = catalogue.rule(rule_index) else {
             continue;
         };
         let requirement = if rule.matchers.is_empty() {
@@ -517,11 +519,65 @@ fn lower_included(
         dfas,
         patterns: reports,
         included: Vec::new(),
+        order,
     })
 }
 
+/// Gives a lowering that serves only the analysis (the catalogue has errors) the catch-all it
+/// lacks, so that every evidence classifies: the stand-in, after every rule.
+pub fn ensure_catch_all(catalogue: &Catalogue, lowered: &mut Lowered) {
+    let model = &mut lowered.model;
+    let ends_with_catch_all = model.rules.last().is_some_and(|rule| {
+        rule.guards == crate::ir::Guards::default()
+            && rule.matchers.is_empty()
+            && rule.vetoes.is_empty()
+            && !matches!(rule.remediation, Some(RemediationEntry::Capture { .. }))
+    });
+    if !ends_with_catch_all {
+        model.rules.push(stand_in_catch_all(catalogue));
+    }
+}
+
+/// The id of the catch-all that stands in, in a bundle built only for the analysis, for one
+/// the catalogue lacks or has with errors. Not a valid rule id, so it never clashes.
+pub const STAND_IN_CATCH_ALL: &str = "<no catch-all>";
+
+fn stand_in_catch_all(catalogue: &Catalogue) -> RuleEntry {
+    RuleEntry {
+        id: STAND_IN_CATCH_ALL.to_owned(),
+        doc: String::new(),
+        code: 0,
+        confidence: faultline_runtime::Confidence::Low,
+        scope: catalogue
+            .codes
+            .first()
+            .map_or(faultline_runtime::Scope::Session, |code| code.scope),
+        tier: catalogue.tiers.len().saturating_sub(1) as u32,
+        guards: crate::ir::Guards::default(),
+        matchers: Vec::new(),
+        vetoes: Vec::new(),
+        timing: Vec::new(),
+        excerpt: None,
+        remediation: None,
+        gated: false,
+        verified_examples: 0,
+    }
+}
+
+/// Writes the bundle of a lowering and loads it back, as every consumer will: the bundle
+/// the examples and the analysis run against.
+pub fn write_and_load(
+    catalogue: &Catalogue,
+    lowered: &Lowered,
+    manifest_hash: [u8; 32],
+) -> Result<(Vec<u8>, Bundle), String> {
+    let bytes = write_bundle(catalogue, lowered, manifest_hash)?;
+    let bundle = Bundle::from_bytes(&bytes).map_err(|error| error.to_string())?;
+    Ok((bytes, bundle))
+}
+
 /// Writes the bundle bytes for a lowered catalogue.
-pub fn write_bundle(
+fn write_bundle(
     catalogue: &Catalogue,
     lowered: &Lowered,
     manifest_hash: [u8; 32],
@@ -538,3 +594,4 @@ pub fn write_bundle(
     };
     Bundle::write(&header, &lowered.model, &lowered.dfas).map_err(|error| error.to_string())
 }
+

@@ -146,7 +146,8 @@ impl Graph {
 /// order (Tarjan's algorithm, with an explicit stack).
 pub(super) fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
     let nodes = graph.node_count();
-    let mut index = vec![usize::MAX; nodes];
+    // Per node: its discovery index, once visited.
+    let mut index: Vec<Option<usize>> = vec![None; nodes];
     let mut low = vec![0usize; nodes];
     let mut on_stack = vec![false; nodes];
     let mut stack: Vec<usize> = Vec::new();
@@ -154,7 +155,7 @@ pub(super) fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
     let mut next_index = 0;
     let mut successors = Vec::new();
     for root in 0..nodes {
-        if index.get(root).copied() != Some(usize::MAX) {
+        if index.get(root).copied() != Some(None) {
             continue;
         }
         // Frames: (node, its successors, next successor to visit).
@@ -162,7 +163,7 @@ pub(super) fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
         graph.successors(root, true, &mut successors);
         frames.push((root, successors.clone(), 0));
         if let (Some(i), Some(l)) = (index.get_mut(root), low.get_mut(root)) {
-            *i = next_index;
+            *i = Some(next_index);
             *l = next_index;
         }
         next_index += 1;
@@ -174,9 +175,9 @@ pub(super) fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
             let node = *node;
             if let Some(&next) = node_successors.get(*cursor) {
                 *cursor += 1;
-                if index.get(next).copied() == Some(usize::MAX) {
+                if index.get(next).copied() == Some(None) {
                     if let (Some(i), Some(l)) = (index.get_mut(next), low.get_mut(next)) {
-                        *i = next_index;
+                        *i = Some(next_index);
                         *l = next_index;
                     }
                     next_index += 1;
@@ -186,11 +187,11 @@ pub(super) fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
                     }
                     graph.successors(next, true, &mut successors);
                     frames.push((next, successors.clone(), 0));
-                } else if on_stack.get(next).copied().unwrap_or(false) {
-                    let next_index_value = index.get(next).copied().unwrap_or(usize::MAX);
-                    if let Some(l) = low.get_mut(node) {
-                        *l = (*l).min(next_index_value);
-                    }
+                } else if on_stack.get(next).copied().unwrap_or(false)
+                    && let (Some(Some(next_index_value)), Some(l)) =
+                        (index.get(next).copied(), low.get_mut(node))
+                {
+                    *l = (*l).min(next_index_value);
                 }
                 continue;
             }
@@ -201,7 +202,7 @@ pub(super) fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
             {
                 *l = (*l).min(node_low);
             }
-            if Some(node_low) == index.get(node).copied() {
+            if index.get(node).copied() == Some(Some(node_low)) {
                 let mut component = Vec::new();
                 while let Some(member) = stack.pop() {
                     if let Some(slot) = on_stack.get_mut(member) {

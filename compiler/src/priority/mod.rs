@@ -6,7 +6,7 @@
 //! precedes are *unordered*: the collision analysis must prove they cannot fire on the same
 //! evidence with different outcomes. A cycle of relations is an error.
 //!
-//! [`graph`] holds the precedence graph and the graph algorithms the order is computed with.
+//! The `graph` module holds the precedence graph and the graph algorithms the order is computed with.
 
 mod graph;
 
@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use faultline_dsl::{Code, Diagnostic};
 
-use crate::ir::Catalogue;
+use crate::ir::{Catalogue, RuleIndex};
 
 /// Why one rule precedes another inside a tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,10 +38,12 @@ pub enum Edge {
 /// reaches; together they answer "does `a` precede `b`" in constant time.
 #[derive(Debug, Clone)]
 pub struct Priority {
-    /// Rule indices (into `Catalogue::rules`) from highest to lowest priority.
-    pub order: Vec<usize>,
-    /// Position of each rule in `order`.
-    pub position: Vec<usize>,
+    /// Rules from highest to lowest priority.
+    order: Vec<RuleIndex>,
+    /// Per rule: its position in `order`.
+    position: Vec<Position>,
+    /// Per rule: its tier (rules of different tiers are ordered by their tiers alone).
+    tiers: Vec<usize>,
     /// The precedence graph.
     graph: Graph,
     /// Per rule: the first rank-group gap of its tier it reaches (it precedes every ranked rule
@@ -55,6 +57,17 @@ pub struct Priority {
     on_cycle: Vec<bool>,
 }
 
+/// A rule's place in the effective order: 0 is the highest priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position(usize);
+
+impl Position {
+    /// The position as a `usize`.
+    pub fn as_usize(self) -> usize {
+        self.0
+    }
+}
+
 /// How two rules are ordered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Comparison {
@@ -66,32 +79,50 @@ pub enum Comparison {
         loser_tier: usize,
     },
     /// Same tier; the chain of edges from winner to loser.
-    Chain(Vec<(usize, usize, Edge)>),
+    Chain(Vec<(RuleIndex, RuleIndex, Edge)>),
     /// Same tier and neither precedes the other.
     Unordered,
 }
 
 impl Priority {
+    /// The rules from highest to lowest priority.
+    pub fn order(&self) -> &[RuleIndex] {
+        &self.order
+    }
+
+    /// The rule's place in the effective order.
+    pub fn position(&self, rule: RuleIndex) -> Option<Position> {
+        self.position.get(rule.as_usize()).copied()
+    }
+
     /// Whether rule `a` precedes rule `b` (higher priority).
-    pub fn precedes(&self, a: usize, b: usize) -> bool {
-        self.position.get(a) < self.position.get(b)
+    pub fn precedes(&self, a: RuleIndex, b: RuleIndex) -> bool {
+        self.position(a) < self.position(b)
+    }
+
+    /// The rule's tier (an index into [`Catalogue::tiers`]).
+    fn tier(&self, rule: RuleIndex) -> Option<usize> {
+        self.tiers.get(rule.as_usize()).copied()
     }
 
     /// Whether `a` and `b` share a tier and neither precedes the other.
-    pub fn unordered(&self, catalogue: &Catalogue, a: usize, b: usize) -> bool {
-        let same_tier =
-            catalogue.rules.get(a).map(|r| r.tier) == catalogue.rules.get(b).map(|r| r.tier);
-        same_tier && !self.reaches(a, b) && !self.reaches(b, a)
+    pub fn unordered(&self, a: RuleIndex, b: RuleIndex) -> bool {
+        self.tier(a) == self.tier(b) && !self.reaches(a, b) && !self.reaches(b, a)
     }
 
     /// Whether the rule lies on a cycle of `before`/`after` relations (FL0101): its relations
     /// are ignored, so its place in the order is not what its author meant.
-    pub fn on_cycle(&self, rule: usize) -> bool {
-        self.on_cycle.get(rule).copied().unwrap_or(false)
+    pub fn on_cycle(&self, rule: RuleIndex) -> bool {
+        self.on_cycle.get(rule.as_usize()).copied().unwrap_or(false)
     }
 
     /// Whether `a` precedes `b` through ranks and relations (inside one tier).
-    pub fn reaches(&self, a: usize, b: usize) -> bool {
+    pub fn reaches(&self, a: RuleIndex, b: RuleIndex) -> bool {
+        self.reaches_node(a.as_usize(), b.as_usize())
+    }
+
+    /// [`Priority::reaches`] between the graph's rule nodes.
+    fn reaches_node(&self, a: usize, b: usize) -> bool {
         if a == b {
             return false;
         }
@@ -123,20 +154,20 @@ impl Priority {
     }
 
     /// Explains how `a` and `b` are ordered, from `a`'s point of view.
-    pub fn compare(&self, catalogue: &Catalogue, a: usize, b: usize) -> Comparison {
-        let (Some(rule_a), Some(rule_b)) = (catalogue.rules.get(a), catalogue.rules.get(b)) else {
+    pub fn compare(&self, a: RuleIndex, b: RuleIndex) -> Comparison {
+        let (Some(tier_a), Some(tier_b)) = (self.tier(a), self.tier(b)) else {
             return Comparison::Unordered;
         };
-        if rule_a.tier != rule_b.tier {
-            return if rule_a.tier < rule_b.tier {
+        if tier_a != tier_b {
+            return if tier_a < tier_b {
                 Comparison::Tier {
-                    winner_tier: rule_a.tier,
-                    loser_tier: rule_b.tier,
+                    winner_tier: tier_a,
+                    loser_tier: tier_b,
                 }
             } else {
                 Comparison::Tier {
-                    winner_tier: rule_b.tier,
-                    loser_tier: rule_a.tier,
+                    winner_tier: tier_b,
+                    loser_tier: tier_a,
                 }
             };
         }
@@ -148,7 +179,13 @@ impl Priority {
             return Comparison::Unordered;
         };
         // Breadth-first over the precedence graph gives the shortest explanation.
-        Comparison::Chain(self.graph.path(from, to, false))
+        Comparison::Chain(
+            self.graph
+                .path(from.as_usize(), to.as_usize(), false)
+                .into_iter()
+                .map(|(x, y, edge)| (RuleIndex::new(x), RuleIndex::new(y), edge))
+                .collect(),
+        )
     }
 }
 
@@ -246,11 +283,11 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
         }
     }
     let component_of = {
-        let mut of = vec![usize::MAX; graph.node_count()];
+        let mut of: Vec<Option<usize>> = vec![None; graph.node_count()];
         for (c, component) in components.iter().enumerate() {
             for &node in component {
                 if let Some(slot) = of.get_mut(node) {
-                    *slot = c;
+                    *slot = Some(c);
                 }
             }
         }
@@ -333,6 +370,7 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
     let mut priority = Priority {
         order: Vec::new(),
         position: Vec::new(),
+        tiers: catalogue.rules.iter().map(|rule| rule.tier).collect(),
         graph,
         chain,
         chain_base,
@@ -373,7 +411,7 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
                     }
                     _ => false,
                 };
-                !by_rank && priority.reaches(x, b)
+                !by_rank && priority.reaches_node(x, b)
             })
             .count();
         if let Some(slot) = predecessors.get_mut(b) {
@@ -393,13 +431,13 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
     });
     // Sorting by the number of predecessors is a valid topological order for a transitively
     // closed, acyclic relation: a predecessor has strictly fewer predecessors.
-    let mut position = vec![0; count];
+    let mut position = vec![Position(0); count];
     for (at, &rule) in order.iter().enumerate() {
         if let Some(slot) = position.get_mut(rule) {
-            *slot = at;
+            *slot = Position(at);
         }
     }
-    priority.order = order;
+    priority.order = order.into_iter().map(RuleIndex::new).collect();
     priority.position = position;
     (priority, diagnostics)
 }
@@ -458,21 +496,15 @@ fn cycle_diagnostic(catalogue: &Catalogue, cycle: &[(usize, usize, Edge)]) -> Di
 }
 
 /// A sentence explaining how two rules are ordered, for `faultline order`.
-pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -> String {
-    let name = |i: usize| {
-        catalogue
-            .rules
-            .get(i)
-            .map(|r| r.id.clone())
-            .unwrap_or_default()
-    };
+pub fn explain(catalogue: &Catalogue, priority: &Priority, a: RuleIndex, b: RuleIndex) -> String {
+    let name = |i: RuleIndex| catalogue.rule(i).map(|r| r.id.clone()).unwrap_or_default();
     let tier = |t: usize| catalogue.tiers.get(t).cloned().unwrap_or_default();
-    match priority.compare(catalogue, a, b) {
+    match priority.compare(a, b) {
         Comparison::Tier {
             winner_tier,
             loser_tier,
         } => {
-            let (winner, loser) = if catalogue.rules.get(a).map(|r| r.tier) == Some(winner_tier) {
+            let (winner, loser) = if catalogue.rule(a).map(|r| r.tier) == Some(winner_tier) {
                 (a, b)
             } else {
                 (b, a)
@@ -493,20 +525,13 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
             let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
                 return format!("`{}` and `{}` are the same rule", name(a), name(b));
             };
-            let rank = |i: usize| {
-                catalogue
-                    .rules
-                    .get(i)
-                    .and_then(|r| r.rank)
-                    .unwrap_or_default()
-            };
+            let rank = |i: RuleIndex| catalogue.rule(i).and_then(|r| r.rank).unwrap_or_default();
             format!(
                 "`{}` wins over `{}`: same tier `{}`, and rank {} is lower than rank {}",
                 name(first.0),
                 name(last.1),
                 catalogue
-                    .rules
-                    .get(first.0)
+                    .rule(first.0)
                     .map(|r| tier(r.tier))
                     .unwrap_or_default(),
                 rank(first.0),
@@ -519,7 +544,7 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
             };
             let steps: Vec<String> = chain
                 .iter()
-                .map(|(x, y, edge)| describe_edge(catalogue, *x, *y, edge))
+                .map(|(x, y, edge)| describe_edge(catalogue, x.as_usize(), y.as_usize(), edge))
                 .collect();
             format!(
                 "`{}` wins over `{}`: {}",
@@ -653,7 +678,7 @@ mod tests {
             if !cyclic {
                 for a in 0..n {
                     for b in 0..n {
-                        prop_assert_eq!(priority.reaches(a, b), reach[a][b], "{} {}", a, b);
+                        prop_assert_eq!(priority.reaches(RuleIndex::new(a), RuleIndex::new(b)), reach[a][b], "{} {}", a, b);
                     }
                 }
                 let predecessors = |i: usize| (0..n).filter(|&x| reach[x][i]).count();
@@ -662,13 +687,14 @@ mod tests {
                     let rule = &catalogue.rules[i];
                     (rule.tier, predecessors(i), rule.rank.unwrap_or(i64::MAX), rule.id.clone())
                 });
-                prop_assert_eq!(&priority.order, &expected);
+                prop_assert_eq!(priority.order(), expected.into_iter().map(RuleIndex::new).collect::<Vec<_>>());
             }
             // Whatever the relations, the order respects every precedence it keeps.
             for a in 0..n {
                 for b in 0..n {
-                    if priority.reaches(a, b) {
-                        prop_assert!(priority.precedes(a, b), "{} before {}", a, b);
+                    let (ia, ib) = (RuleIndex::new(a), RuleIndex::new(b));
+                    if priority.reaches(ia, ib) {
+                        prop_assert!(priority.precedes(ia, ib), "{} before {}", a, b);
                     }
                 }
             }
@@ -686,11 +712,11 @@ mod tests {
         let (priority, cycles) = order(&catalogue);
         assert!(cycles.is_empty());
         assert_eq!(
-            explain(&catalogue, &priority, 0, 3),
+            explain(&catalogue, &priority, RuleIndex::new(0), RuleIndex::new(3)),
             "`rule.r0` wins over `rule.r3`: `rule.r0` (rank 1) precedes `rule.r1` (rank 2), and `rule.r1` (rank 2) precedes `rule.r2` (rank 3), and `rule.r2` is declared `before rule.r3`"
         );
         assert_eq!(
-            explain(&catalogue, &priority, 1, 0),
+            explain(&catalogue, &priority, RuleIndex::new(1), RuleIndex::new(0)),
             "`rule.r0` wins over `rule.r1`: same tier `a`, and rank 1 is lower than rank 2"
         );
     }
