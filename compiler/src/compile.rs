@@ -176,10 +176,7 @@ impl Compiler {
         match lower::write_and_load(&stage.catalogue, &stage.lowered, manifest_hash(loaded)) {
             Ok(loaded) => Some(loaded),
             Err(error) => {
-                stage.diagnostics.push(Diagnostic::new(
-                    Code::AutomatonTooLarge,
-                    format!("the compiled bundle does not load: {error}"),
-                ));
+                stage.diagnostics.push(bundle_does_not_load(loaded, &error));
                 None
             }
         }
@@ -273,6 +270,35 @@ impl Compiler {
         };
         Some((stage.catalogue, stage.priority, verdict))
     }
+}
+
+/// FL0112: the runtime's loader refuses the bundle the compiler wrote. Labelled on the
+/// catalogue's header (the start of its root file when it has none): no one rule is to blame.
+fn bundle_does_not_load(loaded: &LoadedCatalogue, error: &str) -> Diagnostic {
+    let diagnostic = Diagnostic::new(
+        Code::BundleDoesNotLoad,
+        format!("the compiled bundle does not load: {error}"),
+    );
+    let diagnostic = match loaded.files.first() {
+        Some(root) => {
+            let span = root
+                .syntax
+                .items
+                .iter()
+                .find_map(|item| match item {
+                    faultline_dsl::ast::Item::Header(header) => Some(header.span),
+                    _ => None,
+                })
+                .unwrap_or(Span::new(0, 0));
+            diagnostic.primary(
+                &root.source,
+                span,
+                "the runtime refuses the bundle compiled from this catalogue",
+            )
+        }
+        None => diagnostic,
+    };
+    diagnostic.help("no edit of the catalogue is expected to fix this: please report it with the catalogue; inline examples and the collision analysis were skipped")
 }
 
 /// What a compilation has before verification.
@@ -525,3 +551,40 @@ impl CompileSession {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{catalogue, found, loaded, rule};
+
+    #[test]
+    fn a_bundle_the_runtime_refuses_is_fl0112_on_the_catalogue_header() {
+        let loaded = loaded(&catalogue(&rule(
+            "test.overloaded.v1",
+            "overloaded",
+            "    match regex r\"overloaded\"",
+            "server overloaded",
+        )));
+        let compiler = Compiler::new();
+        let db = Database::default();
+        let mut stage = compiler.stage(&db, &loaded, &[]);
+        assert!(stage.clean, "{:#?}", stage.diagnostics);
+        // No catalogue makes the compiler write this, but the loader refuses it: a bundle whose
+        // last rule (the catch-all) is missing.
+        stage.lowered.model.rules.pop();
+        assert!(compiler.load(&loaded, &mut stage).is_none());
+        let refused = found(&stage.diagnostics, Code::BundleDoesNotLoad);
+        let [(label, message, _)] = refused.as_slice() else {
+            panic!("{:#?}", stage.diagnostics);
+        };
+        assert_eq!(label, r#"catalogue "test" version "test.v1""#);
+        assert!(message.contains("catch-all"), "{message}");
+        let diagnostic = stage
+            .diagnostics
+            .iter()
+            .find(|d| d.code() == Code::BundleDoesNotLoad)
+            .unwrap();
+        assert!(diagnostic.help_text().is_some_and(|help| !help.is_empty()));
+        // The catalogue as written compiles clean, with no FL0112.
+        assert!(!Compiler::new().compile(&loaded).has_errors());
+    }
+}

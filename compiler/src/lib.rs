@@ -32,6 +32,8 @@ pub mod reference;
 mod suggest;
 #[cfg(feature = "testing")]
 pub mod synthetic;
+#[cfg(test)]
+mod test_support;
 
 pub use analysis::{AnalysisBudget, PairVerdict};
 pub use check::{Checked, MAX_EXCERPT_BYTES, MAX_RANK, check};

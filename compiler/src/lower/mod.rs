@@ -115,10 +115,22 @@ fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Requirement
     best
 }
 
-/// The FL0109 diagnostic of a pattern (at `span` in `rule`) whose automaton or regex does not
-/// fit its budget.
+/// The diagnostic of a pattern (at `span` in `rule`) whose automaton or regex could not be
+/// built: FL0109 when it does not fit its budget, FL0111 when it cannot be built at all.
 fn too_large(rule: &RuleDef, span: Span, error: &AutomatonError) -> Diagnostic {
     let (label, help) = match error {
+        AutomatonError::Other(message) => {
+            return Diagnostic::new(
+                Code::PatternNotCompiled,
+                format!("a pattern of `{}` cannot be compiled: {message}", rule.id),
+            )
+            .primary(
+                &rule.origin.file,
+                span,
+                "the automaton library refuses this pattern",
+            )
+            .help("rewrite the pattern with simpler constructs; the checks before compilation should have refused it with a precise code, so please report the pattern");
+        }
         AutomatonError::Nfa { .. } => (
             "its repetitions expand into more automaton states than the NFA budget allows",
             "simplify the pattern: a bounded repetition is expanded into copies, so nested or long ones multiply (`a{1000}{1000}` is a million states); the budgets are listed in docs/bundle.md",
@@ -134,10 +146,6 @@ fn too_large(rule: &RuleDef, span: Span, error: &AutomatonError) -> Diagnostic {
         AutomatonError::Regex { .. } => (
             "the exact regex that confirms its matches when the bundle runs is too large",
             "shorten the bounded repetition (for example `{0,512}`, not `{0,100000}`): the runtime confirms every match of a widened pattern with its exact regex, which must fit the runtime's regex limit (see docs/bundle.md)",
-        ),
-        AutomatonError::Other(_) => (
-            "this pattern cannot be compiled",
-            "simplify the pattern (see docs/bundle.md)",
         ),
     };
     Diagnostic::new(
@@ -595,3 +603,44 @@ fn write_bundle(
     Bundle::write(&header, &lowered.model, &lowered.dfas).map_err(|error| error.to_string())
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{catalogue, loaded, rule};
+
+    #[test]
+    fn a_budget_is_fl0109_and_a_pattern_no_engine_accepts_is_fl0111() {
+        let loaded = loaded(&catalogue(&rule(
+            "test.overloaded.v1",
+            "overloaded",
+            "    match regex r\"over(loaded)\"",
+            "server overloaded",
+        )));
+        let checked = crate::check(&loaded);
+        let rule = checked
+            .catalogue
+            .rules
+            .iter()
+            .find(|rule| rule.id == "test.overloaded.v1")
+            .unwrap();
+        let span = rule.matchers[0].span;
+        let over = too_large(rule, span, &AutomatonError::Dfa { limit: 4096 });
+        assert_eq!(over.code(), Code::AutomatonTooLarge);
+        assert!(over.message().contains("4,096-byte (4 KiB) DFA budget"));
+        // No validated pattern is known to fail but by a budget; the library's refusal has
+        // its own code, on the pattern, with its own help.
+        let refused = too_large(
+            rule,
+            span,
+            &AutomatonError::Other("cannot build DFAs for this".to_owned()),
+        );
+        assert_eq!(refused.code(), Code::PatternNotCompiled);
+        assert_eq!(
+            refused.message(),
+            "a pattern of `test.overloaded.v1` cannot be compiled: cannot build DFAs for this"
+        );
+        let label = refused.primary_label().unwrap();
+        assert_eq!(label.text(), r#"r"over(loaded)""#);
+        assert_ne!(refused.help_text(), over.help_text());
+    }
+}
