@@ -285,3 +285,131 @@ impl Analyzer<'_> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use faultline_dsl::Code;
+
+    use crate::test_support::{catalogue, found, loaded, rule};
+    use crate::{Compiler, PairVerdict};
+
+    fn compile(rules: &str) -> Vec<faultline_dsl::Diagnostic> {
+        Compiler::new()
+            .compile(&loaded(&catalogue(rules)))
+            .diagnostics
+    }
+
+    #[test]
+    fn a_rule_whose_matchers_contradict_is_dead() {
+        let diagnostics = compile(&rule(
+            "test.dead.v1",
+            "overloaded",
+            "    match regex r\"\\Aoverloaded\\z\"\n    match regex r\"\\Aquota\\z\"",
+            "overloaded",
+        ));
+        let dead = found(&diagnostics, Code::DeadRule);
+        assert_eq!(dead.len(), 1, "{diagnostics:#?}");
+        assert_eq!(dead[0].0, "test.dead.v1");
+    }
+
+    #[test]
+    fn a_veto_of_everything_is_dead_with_a_witness_it_vetoes() {
+        let diagnostics = compile(&rule(
+            "test.vetoed.v1",
+            "overloaded",
+            "    match regex r\"overloaded\"\n    unless contains \"load\"",
+            "overloaded",
+        ));
+        let vetoes = found(&diagnostics, Code::DeadVeto);
+        let [(label, message, notes)] = vetoes.as_slice() else {
+            panic!("{diagnostics:#?}");
+        };
+        assert_eq!(label, "test.vetoed.v1");
+        assert!(message.contains("veto everything"), "{message}");
+        assert!(
+            notes
+                .iter()
+                .any(|note| note.starts_with("witness") && note.contains("overloaded")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_rule_covered_by_a_higher_one_is_shadowed_with_a_verified_witness() {
+        let rules = rule(
+            "test.wide.v1",
+            "overloaded",
+            "    rank 1\n    match contains \"overloaded\"",
+            "server overloaded",
+        ) + &rule(
+            "test.narrow.v1",
+            "rate_limited",
+            "    rank 2\n    match contains \"overloaded 529\"",
+            "overloaded 529",
+        );
+        let diagnostics = compile(&rules);
+        let shadowed = found(&diagnostics, Code::ShadowedRule);
+        let [(label, _, notes)] = shadowed.as_slice() else {
+            panic!("{diagnostics:#?}");
+        };
+        assert_eq!(label, "test.narrow.v1");
+        assert!(
+            notes
+                .iter()
+                .any(|note| note.contains("`test.wide.v1` wins") && note.contains("overloaded 529")),
+            "{notes:?}"
+        );
+        assert!(notes.iter().any(|note| note == "covered by `test.wide.v1`"));
+    }
+
+    #[test]
+    fn pair_verdicts_name_what_keeps_two_unordered_rules_apart() {
+        let rules = rule(
+            "test.a.v1",
+            "overloaded",
+            "    match contains \"overloaded\"",
+            "server overloaded",
+        ) + &rule(
+            "test.b.v1",
+            "rate_limited",
+            "    match contains \"quota\"",
+            "quota",
+        ) + &rule(
+            "test.c.v1",
+            "rate_limited",
+            "    when http_status = 429\n    match contains \"overloaded\"",
+            "overloaded",
+        ) + &rule(
+            "test.d.v1",
+            "overloaded",
+            "    when http_status = 500\n    match contains \"overloaded\"",
+            "overloaded",
+        ) + &rule(
+            "test.e.v1",
+            "overloaded",
+            "    match contains \"busy\"",
+            "busy",
+        );
+        let loaded = loaded(&catalogue(&rules));
+        let verdict = |a: &str, b: &str| Compiler::new().pair_verdict(&loaded, a, b).unwrap().2;
+        // Both fire on a text holding both signatures.
+        let PairVerdict::Tie(evidence) = verdict("test.a.v1", "test.b.v1") else {
+            panic!("a tie");
+        };
+        let text = evidence.stderr.unwrap_or_default();
+        assert!(
+            text.contains("overloaded") && text.contains("quota"),
+            "{text:?}"
+        );
+        assert_eq!(
+            verdict("test.c.v1", "test.d.v1"),
+            PairVerdict::GuardsExclusive(faultline_runtime::EvidenceField::HttpStatus)
+        );
+        assert_eq!(verdict("test.a.v1", "test.e.v1"), PairVerdict::SameOutcome);
+        assert_eq!(verdict("fallback.any", "test.a.v1"), PairVerdict::Ordered);
+        assert!(
+            Compiler::new()
+                .pair_verdict(&loaded, "test.a.v1", "no.such.v1")
+                .is_none()
+        );
+    }
+}

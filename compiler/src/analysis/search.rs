@@ -421,3 +421,93 @@ impl Analyzer<'_> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Database;
+
+    /// One product search over `components` (pattern, must match) in the sanitized view.
+    fn search(components: &[(&str, bool)], wanted: usize, max_states: usize) -> ViewSearch {
+        let db = Database::default();
+        let budget = ComponentBudget::new(&AnalysisBudget::default(), &crate::Budget::default());
+        let components: Vec<(String, bool, u8)> = components
+            .iter()
+            .map(|(pattern, must)| ((*pattern).to_owned(), *must, 0))
+            .collect();
+        let key = QueryKey::new(&db, components, wanted, max_states, budget.as_tuple());
+        search_query(&db, key).clone()
+    }
+
+    #[test]
+    fn the_witness_is_the_shortest_text_in_preferred_bytes() {
+        // Letters are preferred to digits, digits to capitals, all to punctuation.
+        assert_eq!(
+            search(&[(r"x[a0A!]", true)], 1, 10_000),
+            ViewSearch::Witnesses(vec!["xa".to_owned()])
+        );
+        assert_eq!(
+            search(&[(r"[0-9]{3}", true)], 1, 10_000),
+            ViewSearch::Witnesses(vec!["000".to_owned()])
+        );
+    }
+
+    #[test]
+    fn a_witness_matches_every_must_and_no_must_not() {
+        let ViewSearch::Witnesses(found) = search(
+            &[
+                ("overloaded", true),
+                ("529", true),
+                ("not overloaded", false),
+            ],
+            4,
+            100_000,
+        ) else {
+            panic!("the query is satisfiable");
+        };
+        assert!(!found.is_empty() && found.len() <= 4, "{found:?}");
+        for text in &found {
+            assert!(
+                text.contains("overloaded") && text.contains("529"),
+                "{text:?}"
+            );
+            assert!(!text.contains("not overloaded"), "{text:?}");
+        }
+        // Shortest first.
+        assert!(
+            found.windows(2).all(|w| w[0].len() <= w[1].len()),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn contradictions_are_proved_empty() {
+        // Anchored to two different whole texts.
+        assert_eq!(
+            search(&[(r"\Aa\z", true), (r"\Ab\z", true)], 1, 10_000),
+            ViewSearch::Empty
+        );
+        // A veto that every match of the matcher contains.
+        assert_eq!(
+            search(&[("quota exceeded", true), ("quota", false)], 1, 10_000),
+            ViewSearch::Empty
+        );
+    }
+
+    #[test]
+    fn witnesses_are_valid_utf8_text() {
+        // Any byte above 0x7f alone would do for the automaton; the UTF-8 component demands
+        // whole characters.
+        let ViewSearch::Witnesses(found) = search(&[(r"\xE9", true)], 1, 10_000) else {
+            panic!("`é` exists");
+        };
+        assert_eq!(found, ["é"]);
+    }
+
+    #[test]
+    fn a_search_over_its_budget_is_exhausted_not_empty() {
+        assert_eq!(
+            search(&[(r"[a-z]{40}\d", true)], 1, 8),
+            ViewSearch::Exhausted
+        );
+    }
+}
