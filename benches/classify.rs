@@ -167,8 +167,8 @@ impl Plan {
             }
         };
         let mut rules = Vec::new();
-        for &index in &priority.order {
-            let rule = &catalogue.rules[index];
+        for &index in priority.order() {
+            let rule = &catalogue.rules[index.as_usize()];
             let matchers = rule.matchers.iter().map(&mut test).collect();
             let vetoes = rule.vetoes.iter().map(&mut test).collect();
             let capture = match &rule.remediation {

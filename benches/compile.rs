@@ -24,7 +24,7 @@ use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use faultline_compiler::synthetic::synthetic_files;
-use faultline_compiler::{Compiler, Session};
+use faultline_compiler::{CompileSession, Compiler};
 use faultline_dsl::MemorySources;
 use faultline_runtime::Bundle;
 
@@ -72,7 +72,7 @@ fn synthetic(c: &mut Criterion) {
         })
     });
     group.bench_function("re-check after editing one rule", |b| {
-        let mut session = Session::new(Compiler::new());
+        let mut session = CompileSession::new(Compiler::new());
         let (loaded, _) = session.load(root, &sources(None)).unwrap();
         assert!(!session.compile(&loaded).has_errors());
         // Every iteration is a new edit of the same rule, so nothing about it is memoized.

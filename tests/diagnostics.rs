@@ -125,11 +125,23 @@ fn every_fixture_produces_its_expected_diagnostics() {
     }
 }
 
+/// Codes no catalogue is known to trigger: each reports a failure that every check before it
+/// rules out (their registry entries say so), so they are tested where the failure can be built
+/// directly, by unit tests of faultline-compiler (`lower::tests`, `compile::tests`).
+const UNREACHABLE_FROM_SOURCE: &[Code] = &[Code::PatternNotCompiled, Code::BundleDoesNotLoad];
+
 #[test]
 fn every_registered_code_has_a_fixture_a_snapshot_and_a_doc_entry() {
     let fixtures = fixtures();
     let docs = std::fs::read_to_string(root().join("docs/diagnostics.md")).unwrap();
     for code in Code::ALL {
+        assert!(
+            docs.contains(&format!("## {}", code.as_str())),
+            "{code} has no entry in docs/diagnostics.md"
+        );
+        if UNREACHABLE_FROM_SOURCE.contains(code) {
+            continue;
+        }
         let prefix = format!("{}-", code.as_str());
         let triggering: Vec<_> = fixtures
             .iter()
@@ -160,10 +172,6 @@ fn every_registered_code_has_a_fixture_a_snapshot_and_a_doc_entry() {
                 relative(&snapshot)
             );
         }
-        assert!(
-            docs.contains(&format!("## {}", code.as_str())),
-            "{code} has no entry in docs/diagnostics.md"
-        );
     }
 }
 

@@ -15,8 +15,8 @@ mod common;
 
 use std::sync::LazyLock;
 
+use faultline_compiler::Compiler;
 use faultline_compiler::reference::Reference;
-use faultline_compiler::{Compiler, example_evidence};
 use faultline_runtime::{Bundle, Evidence, Phase, Source};
 use proptest::prelude::*;
 
@@ -45,7 +45,7 @@ fn engines(root: &str) -> Engines {
         .rules
         .iter()
         .flat_map(|rule| rule.examples.iter().chain(&rule.counterexamples))
-        .map(|example| example_evidence(&example.evidence))
+        .map(|example| example.evidence.clone())
         .collect();
     let mut words: Vec<String> = bundle.prefilter_literals().map(str::to_owned).collect();
     words.extend(

@@ -183,7 +183,7 @@ fn every_example_padded_with_log_agrees_with_the_reference() {
     let mut checked = 0;
     for rule in &compilation.catalogue.rules {
         for example in rule.examples.iter().chain(&rule.counterexamples) {
-            let evidence = faultline_compiler::example_evidence(&example.evidence);
+            let evidence = example.evidence.clone();
             let Some(text) = evidence.stderr.clone().or(evidence.stdout.clone()) else {
                 continue;
             };

@@ -2,7 +2,7 @@
 //! then verify the inline examples and analyse collisions against the compiled classifier.
 
 use faultline_dsl::{Code, Diagnostic, LoadedCatalogue, Span};
-use faultline_runtime::{Bundle, Evidence};
+use faultline_runtime::Bundle;
 use sha2::{Digest, Sha256};
 
 use std::collections::HashMap;
@@ -11,11 +11,9 @@ use std::path::Path;
 use faultline_dsl::SourceProvider;
 use salsa::Setter as _;
 
-use faultline_runtime::build::{RemediationEntry, RuleEntry};
-
 use crate::analysis::{self, AnalysisBudget};
 use crate::db::{Database, Db, SourceInput, parsed};
-use crate::ir::{Catalogue, Example, ExampleEvidence, RuleDef};
+use crate::ir::{Catalogue, RuleDef, RuleIndex};
 use crate::lower::{self, Budget, PatternReport};
 use crate::priority::{self, Priority};
 
@@ -49,21 +47,6 @@ impl Compilation {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
-}
-
-/// The evidence an example stands for.
-pub fn example_evidence(evidence: &ExampleEvidence) -> Evidence {
-    let mut out = Evidence::new();
-    out.phase = evidence.phase;
-    out.provider_id = evidence.provider_id.clone();
-    out.source = evidence.source;
-    out.exit_code = evidence.exit_code;
-    out.http_status = evidence.http_status;
-    out.reset_hint = evidence.reset_hint.clone();
-    out.stderr = evidence.stderr.clone();
-    out.stdout = evidence.stdout.clone();
-    out.managed_runtime_package_spec = evidence.managed_runtime_package_spec.clone();
-    out
 }
 
 /// SHA-256 over every source file, in load order: name, NUL, text, NUL.
@@ -115,7 +98,7 @@ impl Compiler {
     }
 
     /// Runs the whole pipeline once. Loading diagnostics are the caller's. To reuse work across
-    /// compilations (watch mode, editors), keep a [`Session`].
+    /// compilations (watch mode, editors), keep a [`CompileSession`].
     pub fn compile(&self, loaded: &LoadedCatalogue) -> Compilation {
         self.compile_in(&Database::default(), loaded, &[])
     }
@@ -188,29 +171,12 @@ impl Compiler {
             if catalogue.codes.is_empty() || catalogue.tiers.is_empty() {
                 return None;
             }
-            let model = &mut lowered.model;
-            let ends_with_catch_all = model.rules.last().is_some_and(|rule| {
-                rule.guards == crate::ir::Guards::default()
-                    && rule.matchers.is_empty()
-                    && rule.vetoes.is_empty()
-                    && !matches!(rule.remediation, Some(RemediationEntry::Capture { .. }))
-            });
-            if !ends_with_catch_all {
-                model.rules.push(stand_in_catch_all(catalogue));
-            }
+            lower::ensure_catch_all(catalogue, lowered);
         }
-        let bytes = lower::write_bundle(&stage.catalogue, &stage.lowered, manifest_hash(loaded));
-        match bytes.map_err(|e| e.to_string()).and_then(|b| {
-            Bundle::from_bytes(&b)
-                .map(|bundle| (b, bundle))
-                .map_err(|e| e.to_string())
-        }) {
+        match lower::write_and_load(&stage.catalogue, &stage.lowered, manifest_hash(loaded)) {
             Ok(loaded) => Some(loaded),
             Err(error) => {
-                stage.diagnostics.push(Diagnostic::new(
-                    Code::AutomatonTooLarge,
-                    format!("the compiled bundle does not load: {error}"),
-                ));
+                stage.diagnostics.push(bundle_does_not_load(loaded, &error));
                 None
             }
         }
@@ -241,10 +207,11 @@ impl Compiler {
             patterns: lowered.patterns.clone(),
         };
         if let Some((bytes, bundle)) = built {
-            diagnostics.extend(check_examples(
+            let compiled = analysis::Compiled::new(&bundle, &lowered.order);
+            diagnostics.extend(analysis::check_examples(
                 &compilation.catalogue,
                 &priority,
-                &bundle,
+                &compiled,
                 &scope,
             ));
             diagnostics.extend(analysis::analyze(
@@ -252,7 +219,7 @@ impl Compiler {
                 analysis::Inputs {
                     catalogue: &compilation.catalogue,
                     priority: &priority,
-                    bundle: &bundle,
+                    bundle: &compiled,
                     budget: &self.analysis,
                     lowering: &self.budget,
                     scope: &scope,
@@ -283,15 +250,14 @@ impl Compiler {
     ) -> Option<(Catalogue, Priority, analysis::PairVerdict)> {
         let db = Database::default();
         let mut stage = self.stage(&db, loaded, &[]);
-        let find = |id: &str| stage.catalogue.rules.iter().position(|rule| rule.id == id);
-        let (a, b) = (find(a)?, find(b)?);
+        let (a, b) = (stage.catalogue.index_of(a)?, stage.catalogue.index_of(b)?);
         let verdict = match self.load(loaded, &mut stage) {
             Some((_, bundle)) => analysis::pair_verdict(
                 &db,
                 analysis::Inputs {
                     catalogue: &stage.catalogue,
                     priority: &stage.priority,
-                    bundle: &bundle,
+                    bundle: &analysis::Compiled::new(&bundle, &stage.lowered.order),
                     budget: &self.analysis,
                     lowering: &self.budget,
                     scope: &stage.scope,
@@ -299,13 +265,40 @@ impl Compiler {
                 a,
                 b,
             ),
-            None if !stage.priority.unordered(&stage.catalogue, a, b) => {
-                analysis::PairVerdict::Ordered
-            }
+            None if !stage.priority.unordered(a, b) => analysis::PairVerdict::Ordered,
             None => analysis::PairVerdict::Undecided,
         };
         Some((stage.catalogue, stage.priority, verdict))
     }
+}
+
+/// FL0112: the runtime's loader refuses the bundle the compiler wrote. Labelled on the
+/// catalogue's header (the start of its root file when it has none): no one rule is to blame.
+fn bundle_does_not_load(loaded: &LoadedCatalogue, error: &dyn std::fmt::Display) -> Diagnostic {
+    let diagnostic = Diagnostic::new(
+        Code::BundleDoesNotLoad,
+        format!("the compiled bundle does not load: {error}"),
+    );
+    let diagnostic = match loaded.files.first() {
+        Some(root) => {
+            let span = root
+                .syntax
+                .items
+                .iter()
+                .find_map(|item| match item {
+                    faultline_dsl::ast::Item::Header(header) => Some(header.span),
+                    _ => None,
+                })
+                .unwrap_or(Span::new(0, 0));
+            diagnostic.primary(
+                &root.source,
+                span,
+                "the runtime refuses the bundle compiled from this catalogue",
+            )
+        }
+        None => diagnostic,
+    };
+    diagnostic.help("no edit of the catalogue is expected to fix this: please report it with the catalogue; inline examples and the collision analysis were skipped")
 }
 
 /// What a compilation has before verification.
@@ -326,14 +319,14 @@ fn catch_all_problem(
     catalogue: &Catalogue,
     priority: &Priority,
 ) -> Option<Diagnostic> {
-    let last = priority.order.last().and_then(|&i| catalogue.rules.get(i));
+    let last = priority.order().last().and_then(|&i| catalogue.rule(i));
     if last.is_some_and(is_catch_all) {
         return None;
     }
     let earlier_catch_all = priority
-        .order
+        .order()
         .iter()
-        .filter_map(|&i| catalogue.rules.get(i))
+        .filter_map(|&i| catalogue.rule(i))
         .find(|rule| is_catch_all(rule));
     let mut diagnostic =
         Diagnostic::new(Code::NoCatchAll, "no rule fires on every piece of evidence");
@@ -359,32 +352,6 @@ fn catch_all_problem(
             .to_owned(),
     };
     Some(diagnostic.help(help))
-}
-
-/// The id of the catch-all that stands in, in a bundle built only for the analysis, for one
-/// the catalogue lacks or has with errors. Not a valid rule id, so it never clashes.
-pub const STAND_IN_CATCH_ALL: &str = "<no catch-all>";
-
-fn stand_in_catch_all(catalogue: &Catalogue) -> RuleEntry {
-    RuleEntry {
-        id: STAND_IN_CATCH_ALL.to_owned(),
-        doc: String::new(),
-        code: 0,
-        confidence: faultline_runtime::Confidence::Low,
-        scope: catalogue
-            .codes
-            .first()
-            .map_or(faultline_runtime::Scope::Session, |code| code.scope),
-        tier: catalogue.tiers.len().saturating_sub(1) as u32,
-        guards: crate::ir::Guards::default(),
-        matchers: Vec::new(),
-        vetoes: Vec::new(),
-        timing: Vec::new(),
-        excerpt: None,
-        remediation: None,
-        gated: false,
-        verified_examples: 0,
-    }
 }
 
 /// The block of each catalogue rule, as parsed: (file name, block span).
@@ -450,15 +417,13 @@ fn analysis_scope(
     priority: &Priority,
 ) -> analysis::Scope {
     let count = catalogue.rules.len();
-    let index: HashMap<&str, usize> = catalogue
-        .rules
-        .iter()
-        .enumerate()
+    let index: HashMap<&str, RuleIndex> = catalogue
+        .indices()
         .map(|(i, rule)| (rule.id.as_str(), i))
         .collect();
-    let mut unknown: Vec<usize> = Vec::new();
+    let mut unknown: Vec<RuleIndex> = Vec::new();
     // Clean rules naming a rule that did not check clean.
-    for (i, rule) in catalogue.rules.iter().enumerate() {
+    for (i, rule) in catalogue.indices() {
         let names_broken = rule
             .before
             .iter()
@@ -476,7 +441,7 @@ fn analysis_scope(
             };
             let clean = index
                 .get(block.name.value.as_str())
-                .and_then(|&i| catalogue.rules.get(i))
+                .and_then(|&i| catalogue.rule(i))
                 .is_some_and(|rule| {
                     std::sync::Arc::ptr_eq(&rule.origin.file, &file.source)
                         && rule.origin.span == block.name.span
@@ -499,21 +464,16 @@ fn analysis_scope(
     unknown.sort_unstable();
     unknown.dedup();
     for &rule in &unknown {
-        let tier = catalogue.rules.get(rule).map(|r| r.tier);
-        for (other, slot) in above.iter_mut().enumerate() {
-            if other == rule
-                || (catalogue.rules.get(other).map(|r| r.tier) == tier
-                    && priority.reaches(other, rule))
-            {
-                *slot = true;
+        let tier = catalogue.rule(rule).map(|r| r.tier);
+        for ((other, other_rule), (up, down)) in
+            catalogue.indices().zip(above.iter_mut().zip(&mut below))
+        {
+            let same_tier = Some(other_rule.tier) == tier;
+            if other == rule || (same_tier && priority.reaches(other, rule)) {
+                *up = true;
             }
-        }
-        for (other, slot) in below.iter_mut().enumerate() {
-            if other == rule
-                || (catalogue.rules.get(other).map(|r| r.tier) == tier
-                    && priority.reaches(rule, other))
-            {
-                *slot = true;
+            if other == rule || (same_tier && priority.reaches(rule, other)) {
+                *down = true;
             }
         }
     }
@@ -530,99 +490,19 @@ fn sorted(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     diagnostics
 }
 
-fn describe(evidence: &Evidence) -> String {
-    serde_json::to_string(evidence).unwrap_or_default()
-}
-
-/// Runs every inline example of the analysed rules through the compiled bundle; the examples
-/// of a rule whose order waits on a rule with errors wait with it (counterexamples do not
-/// depend on the order).
-fn check_examples(
-    catalogue: &Catalogue,
-    priority: &Priority,
-    bundle: &Bundle,
-    scope: &analysis::Scope,
-) -> Vec<Diagnostic> {
-    let index: HashMap<&str, usize> = catalogue
-        .rules
-        .iter()
-        .enumerate()
-        .map(|(i, rule)| (rule.id.as_str(), i))
-        .collect();
-    let mut diagnostics = Vec::new();
-    for (rule_index, rule) in catalogue.rules.iter().enumerate() {
-        if !scope.analysed.get(rule_index).copied().unwrap_or(true) {
-            continue;
-        }
-        let order_known = scope.order_known(rule_index);
-        let run = |example: &Example| {
-            let evidence = example_evidence(&example.evidence);
-            let classification = bundle.classify(&evidence);
-            let own_step = bundle
-                .rule_position(&rule.id)
-                .and_then(|position| bundle.rule_step(position, &evidence))
-                .map(|step| step.to_string())
-                .unwrap_or_default();
-            (evidence, classification, own_step)
-        };
-        for example in rule.examples.iter().filter(|_| order_known) {
-            let (evidence, classification, own_step) = run(example);
-            // Beside errors, a winner that nothing orders above the rule wins only by the
-            // tie-break, which the rules with errors may change.
-            let by_tie_break = scope.partial
-                && own_step == "fired"
-                && index
-                    .get(classification.rule.as_str())
-                    .is_some_and(|&winner| priority.unordered(catalogue, winner, rule_index));
-            if classification.rule != rule.id && !by_tie_break {
-                let why = if own_step == "fired" {
-                    format!(
-                        "`{}` fired but `{}` outranks it",
-                        rule.id, classification.rule
-                    )
-                } else {
-                    format!(
-                        "`{}` {own_step}; `{}` won with `{}`",
-                        rule.id, classification.rule, classification.code
-                    )
-                };
-                diagnostics.push(
-                    Diagnostic::new(Code::ExampleFailed, format!("example does not classify as `{}`", rule.id))
-                        .primary(&example.origin.file, example.origin.span, why)
-                        .note(format!("evidence: {}", describe(&evidence)))
-                        .note(format!("sanitized text: {:?}", classification.excerpt))
-                        .help("correct the rule or the example; if another rule rightly wins, declare the order with `before`/`after`"),
-                );
-            }
-        }
-        for example in &rule.counterexamples {
-            let (evidence, classification, own_step) = run(example);
-            if own_step == "fired" {
-                diagnostics.push(
-                    Diagnostic::new(Code::ExampleFailed, format!("counterexample fires `{}`", rule.id))
-                        .primary(&example.origin.file, example.origin.span, format!("`{}` fires on this (the winner is `{}`)", rule.id, classification.rule))
-                        .note(format!("evidence: {}", describe(&evidence)))
-                        .help("narrow the rule (anchor it, or add an `unless` veto), or correct the counterexample"),
-                );
-            }
-        }
-    }
-    diagnostics
-}
-
 /// A compiler with memory: parsing, pattern lowering, automata and analysis queries are
 /// tracked, so compiling again after an edit recomputes only what the edit reaches.
 #[derive(Debug, Default)]
-pub struct Session {
+pub struct CompileSession {
     compiler: Compiler,
     db: Database,
     inputs: HashMap<String, SourceInput>,
 }
 
-impl Session {
+impl CompileSession {
     /// A session compiling with `compiler`'s budgets.
     pub fn new(compiler: Compiler) -> Self {
-        Session {
+        CompileSession {
             compiler,
             db: Database::default(),
             inputs: HashMap::new(),
@@ -635,7 +515,7 @@ impl Session {
         root: &Path,
         sources: &dyn SourceProvider,
     ) -> std::io::Result<(LoadedCatalogue, Vec<Diagnostic>)> {
-        let Session { db, inputs, .. } = self;
+        let CompileSession { db, inputs, .. } = self;
         faultline_dsl::load_with(root, sources, &mut |name: &str, text: String| {
             let input = match inputs.get(name) {
                 Some(input) => {
@@ -664,9 +544,47 @@ impl Session {
         self.compiler.compile_in(&self.db, loaded, &[])
     }
 
-    /// [`Session::compile`] for a catalogue whose loading reported `loading` (see
+    /// [`CompileSession::compile`] for a catalogue whose loading reported `loading` (see
     /// [`Compiler::compile_loaded`]).
     pub fn compile_loaded(&self, loaded: &LoadedCatalogue, loading: &[Diagnostic]) -> Compilation {
         self.compiler.compile_in(&self.db, loaded, loading)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{catalogue, found, loaded, rule};
+
+    #[test]
+    fn a_bundle_the_runtime_refuses_is_fl0112_on_the_catalogue_header() {
+        let loaded = loaded(&catalogue(&rule(
+            "test.overloaded.v1",
+            "overloaded",
+            "    match regex r\"overloaded\"",
+            "server overloaded",
+        )));
+        let compiler = Compiler::new();
+        let db = Database::default();
+        let mut stage = compiler.stage(&db, &loaded, &[]);
+        assert!(stage.clean, "{:#?}", stage.diagnostics);
+        // No catalogue makes the compiler write this, but the loader refuses it: a bundle whose
+        // last rule (the catch-all) is missing.
+        stage.lowered.model.rules.pop();
+        assert!(compiler.load(&loaded, &mut stage).is_none());
+        let refused = found(&stage.diagnostics, Code::BundleDoesNotLoad);
+        let [(label, message, _)] = refused.as_slice() else {
+            panic!("{:#?}", stage.diagnostics);
+        };
+        assert_eq!(label, r#"catalogue "test" version "test.v1""#);
+        assert!(message.contains("catch-all"), "{message}");
+        let diagnostic = stage
+            .diagnostics
+            .iter()
+            .find(|d| d.code() == Code::BundleDoesNotLoad)
+            .unwrap();
+        assert!(diagnostic.help_text().is_some_and(|help| !help.is_empty()));
+        // The catalogue as written compiles clean, with no FL0112.
+        assert!(!Compiler::new().compile(&loaded).has_errors());
     }
 }

@@ -161,7 +161,7 @@ pub fn lowered_pattern<'db>(
 pub fn pattern_hir<'db>(
     db: &'db dyn Db,
     pattern: PatternText<'db>,
-) -> Result<Arc<regex_syntax::hir::Hir>, String> {
+) -> Result<Arc<regex_syntax::hir::Hir>, Box<regex_syntax::Error>> {
     crate::pattern::parse_hir(pattern.text(db)).map(Arc::new)
 }
 

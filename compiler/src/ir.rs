@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use faultline_dsl::{SourceFile, Span};
 use faultline_runtime::{
-    Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor,
+    Class, Confidence, Evidence, EvidenceField, Scope, TextView, TimingExtractor,
 };
 
 /// Where a checked entity is written, for diagnostics of later stages.
@@ -56,6 +56,54 @@ pub struct CodeDef {
     pub doc: String,
     /// Where it is declared.
     pub origin: Origin,
+}
+
+/// A rule's index in [`Catalogue::rules`] (declaration order, not priority order).
+///
+/// Only a catalogue hands these out ([`Catalogue::indices`], [`Catalogue::index_of`]) and
+/// only the catalogue it came from (and that catalogue's [`crate::Priority`]) reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuleIndex(usize);
+
+impl RuleIndex {
+    /// The index for position `index` of [`Catalogue::rules`].
+    pub(crate) fn new(index: usize) -> Self {
+        RuleIndex(index)
+    }
+
+    /// The index as a `usize`, for indexing the catalogue's rules.
+    pub fn as_usize(self) -> usize {
+        self.0
+    }
+}
+
+impl std::fmt::Display for RuleIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Catalogue {
+    /// The rule at `index`.
+    pub fn rule(&self, index: RuleIndex) -> Option<&RuleDef> {
+        self.rules.get(index.as_usize())
+    }
+
+    /// The index of the rule with id `id`.
+    pub fn index_of(&self, id: &str) -> Option<RuleIndex> {
+        self.rules
+            .iter()
+            .position(|rule| rule.id == id)
+            .map(RuleIndex::new)
+    }
+
+    /// Every rule with its index, in declaration order.
+    pub fn indices(&self) -> impl Iterator<Item = (RuleIndex, &RuleDef)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| (RuleIndex::new(index), rule))
+    }
 }
 
 /// A checked rule.
@@ -177,34 +225,12 @@ pub enum RemediationSpec {
     },
 }
 
-/// The evidence of an example, completed with the rule's single-valued guards.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExampleEvidence {
-    /// Lifecycle phase (`prompt_send` when neither the example nor the rule says).
-    pub phase: Option<Phase>,
-    /// Provider id.
-    pub provider_id: Option<String>,
-    /// Evidence source.
-    pub source: Option<Source>,
-    /// Exit code.
-    pub exit_code: Option<i32>,
-    /// HTTP status.
-    pub http_status: Option<u16>,
-    /// Structured reset hint (RFC 3339).
-    pub reset_hint: Option<String>,
-    /// Standard error text.
-    pub stderr: Option<String>,
-    /// Standard output text.
-    pub stdout: Option<String>,
-    /// Managed runtime package spec.
-    pub managed_runtime_package_spec: Option<String>,
-}
-
 /// An inline example or counterexample.
 #[derive(Debug, Clone)]
 pub struct Example {
-    /// The evidence.
-    pub evidence: ExampleEvidence,
+    /// The evidence, completed with the rule's single-valued guards (`prompt_send` when
+    /// neither the example nor the rule names a phase).
+    pub evidence: Evidence,
     /// Where it is written.
     pub origin: Origin,
 }

@@ -24,12 +24,12 @@ pub const MAX_NEST_LIMIT: u32 = 1000;
 const DOWNSTREAM_NEST_LIMIT: u32 = MAX_NEST_LIMIT + 8;
 
 /// Parses a pattern that the front end validated (or wrapped) into a syntax tree.
-pub fn parse_hir(pattern: &str) -> Result<regex_syntax::hir::Hir, String> {
+pub fn parse_hir(pattern: &str) -> Result<regex_syntax::hir::Hir, Box<regex_syntax::Error>> {
     regex_syntax::ParserBuilder::new()
         .nest_limit(DOWNSTREAM_NEST_LIMIT)
         .build()
         .parse(pattern)
-        .map_err(|error| error.to_string())
+        .map_err(Box::new)
 }
 
 /// Compiles a pattern with the `regex` crate under a size limit (of its compiled program, in

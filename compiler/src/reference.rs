@@ -94,8 +94,8 @@ impl Reference {
     /// Prepares a catalogue; the rules are kept in effective order.
     pub fn new(catalogue: &Catalogue, priority: &Priority) -> Result<Reference, regex::Error> {
         let mut rules = Vec::new();
-        for &index in &priority.order {
-            let Some(rule) = catalogue.rules.get(index) else {
+        for &index in priority.order() {
+            let Some(rule) = catalogue.rule(index) else {
                 continue;
             };
             let regexes = rule

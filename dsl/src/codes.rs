@@ -356,6 +356,24 @@ diagnostic_codes! {
     ///
     /// Fix: add a catch-all rule in the last tier: no `when`, no `match`, low confidence.
     NoCatchAll = "0110", "no-catch-all", Error, "no catch-all rule";
+    /// A pattern that passed validation cannot be compiled to an automaton or a regex for a
+    /// reason other than a budget (a budget is FL0109): the automaton library refuses it. The
+    /// label is on the pattern; the rule is left out of the bundle and the other rules are
+    /// still analysed. The front end refuses every construct known to cause this (FL0027,
+    /// FL0029), so no catalogue is known to trigger it; its test builds the failure directly.
+    ///
+    /// Fix: rewrite the pattern with simpler constructs, and report the pattern, since the front
+    /// end should have refused it with a precise code.
+    PatternNotCompiled = "0111", "pattern-not-compiled", Error, "pattern cannot be compiled";
+    /// The bundle compiled from the catalogue does not load in the runtime that will read it:
+    /// the runtime's validating loader refuses what the compiler wrote. Inline examples and the
+    /// collision analysis, which run on the reloaded bundle, are skipped. Every check the
+    /// loader makes is made earlier, on the source, by the compiler, so no catalogue is known to
+    /// trigger it; its test builds the failure directly.
+    ///
+    /// Fix: none in the catalogue; report it with the catalogue, since it is a bug in the
+    /// compiler or the bundle format.
+    BundleDoesNotLoad = "0112", "bundle-does-not-load", Error, "compiled bundle does not load";
 }
 
 impl std::fmt::Display for Code {

@@ -50,7 +50,7 @@ pub struct Args {
 struct Run {
     compiler: faultline_compiler::Compiler,
     /// One incremental session per catalogue root, kept across watch-mode runs.
-    sessions: std::collections::HashMap<PathBuf, faultline_compiler::Session>,
+    sessions: std::collections::HashMap<PathBuf, faultline_compiler::CompileSession>,
     diagnostics: Vec<Diagnostic>,
     catalogues: usize,
     rules: usize,
@@ -63,7 +63,7 @@ impl Run {
         let session = self
             .sessions
             .entry(root.to_path_buf())
-            .or_insert_with(|| faultline_compiler::Session::new(compiler));
+            .or_insert_with(|| faultline_compiler::CompileSession::new(compiler));
         match session.load(root, &FileSystem) {
             Ok((loaded, diagnostics)) => {
                 // Every mistake in one run: a block that does not parse is left out like a rule

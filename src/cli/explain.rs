@@ -97,13 +97,7 @@ fn outranks(
 ) -> String {
     let id = |position: RulePosition| bundle.rule(position).map_or("?", |rule| rule.id());
     if let Some(order) = order {
-        let index = |position: RulePosition| {
-            order
-                .catalogue
-                .rules
-                .iter()
-                .position(|rule| rule.id == id(position))
-        };
+        let index = |position: RulePosition| order.catalogue.index_of(id(position));
         if let (Some(a), Some(b)) = (index(winner), index(other)) {
             return priority::explain(&order.catalogue, &order.priority, a, b);
         }

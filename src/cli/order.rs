@@ -4,8 +4,7 @@
 
 use std::path::PathBuf;
 
-use faultline_compiler::analysis::PairVerdict;
-use faultline_compiler::{ir::Catalogue, priority};
+use faultline_compiler::{PairVerdict, ir::Catalogue, priority};
 
 use super::files::{self, FileSystem};
 use super::{Exit, err, out};
@@ -46,8 +45,8 @@ pub fn run(args: &Args) -> Exit {
             let catalogue = &checked.catalogue;
             let (order, _) = priority::order(catalogue);
             let mut text = String::new();
-            for (position, &index) in order.order.iter().enumerate() {
-                if let Some(rule) = catalogue.rules.get(index) {
+            for (position, &index) in order.order().iter().enumerate() {
+                if let Some(rule) = catalogue.rule(index) {
                     let tier = catalogue.tiers.get(rule.tier).map_or("?", String::as_str);
                     let rank = rule
                         .rank
@@ -72,8 +71,7 @@ pub fn run(args: &Args) -> Exit {
                 err("error: both arguments must be rule ids of the catalogue");
                 return Exit::Failure;
             };
-            let find = |id: &str| catalogue.rules.iter().position(|rule| rule.id == id);
-            let (Some(ia), Some(ib)) = (find(a), find(b)) else {
+            let (Some(ia), Some(ib)) = (catalogue.index_of(a), catalogue.index_of(b)) else {
                 err("error: both arguments must be rule ids of the catalogue");
                 return Exit::Failure;
             };

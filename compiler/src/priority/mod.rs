@@ -5,12 +5,18 @@
 //! / `b after a` is declared, or that follows transitively. Two rules of one tier that neither
 //! precedes are *unordered*: the collision analysis must prove they cannot fire on the same
 //! evidence with different outcomes. A cycle of relations is an error.
+//!
+//! The `graph` module holds the precedence graph and the graph algorithms the order is computed with.
+
+mod graph;
+
+use graph::{Bits, Graph, strongly_connected, topological_reverse};
 
 use std::collections::{BTreeMap, HashMap};
 
 use faultline_dsl::{Code, Diagnostic};
 
-use crate::ir::Catalogue;
+use crate::ir::{Catalogue, RuleIndex};
 
 /// Why one rule precedes another inside a tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,10 +38,12 @@ pub enum Edge {
 /// reaches; together they answer "does `a` precede `b`" in constant time.
 #[derive(Debug, Clone)]
 pub struct Priority {
-    /// Rule indices (into `Catalogue::rules`) from highest to lowest priority.
-    pub order: Vec<usize>,
-    /// Position of each rule in `order`.
-    pub position: Vec<usize>,
+    /// Rules from highest to lowest priority.
+    order: Vec<RuleIndex>,
+    /// Per rule: its position in `order`.
+    position: Vec<Position>,
+    /// Per rule: its tier (rules of different tiers are ordered by their tiers alone).
+    tiers: Vec<usize>,
     /// The precedence graph.
     graph: Graph,
     /// Per rule: the first rank-group gap of its tier it reaches (it precedes every ranked rule
@@ -49,134 +57,14 @@ pub struct Priority {
     on_cycle: Vec<bool>,
 }
 
-/// The precedence graph: one node per rule, then per tier one node per gap between
-/// consecutive rank groups (gap `j` follows group `j` and precedes group `j + 1`).
-#[derive(Debug, Clone, Default)]
-struct Graph {
-    rules: usize,
-    /// Per ranked rule: (its tier's first gap node, its rank group, the tier's gap count).
-    rank_group: Vec<Option<(usize, usize, usize)>>,
-    /// Per gap node: (tier's first gap node, gap index, gaps in the tier).
-    gaps: Vec<(usize, usize, usize)>,
-    /// Per gap node: the rules of the group after it.
-    gap_members: Vec<Vec<usize>>,
-    /// Ranks per rule (for explanations).
-    ranks: Vec<Option<i64>>,
-    /// Relation edges `(a, b) → why`, `a` precedes `b`.
-    relations: BTreeMap<(usize, usize), Edge>,
-    /// Relation edges kept for precedence (not on a cycle), by source.
-    kept: Vec<Vec<usize>>,
-    /// Per rule: its column among relation targets, if it is one.
-    target_column: Vec<Option<usize>>,
-}
+/// A rule's place in the effective order: 0 is the highest priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position(usize);
 
-impl Graph {
-    fn node_count(&self) -> usize {
-        self.rules + self.gaps.len()
-    }
-
-    /// Successors of a node; `all_relations` includes the relations ignored on cycles.
-    fn successors(&self, node: usize, all_relations: bool, out: &mut Vec<usize>) {
-        out.clear();
-        if node < self.rules {
-            if let Some(&Some((base, group, gaps))) = self.rank_group.get(node)
-                && group < gaps
-            {
-                out.push(base + group + self.rules);
-            }
-            if all_relations {
-                out.extend(
-                    self.relations
-                        .range((node, 0)..=(node, usize::MAX))
-                        .map(|(&(_, b), _)| b),
-                );
-            } else if let Some(kept) = self.kept.get(node) {
-                out.extend(kept);
-            }
-        } else {
-            let gap = node - self.rules;
-            if let Some(&(base, index, count)) = self.gaps.get(gap)
-                && index + 1 < count
-            {
-                out.push(base + index + 1 + self.rules);
-            }
-            if let Some(members) = self.gap_members.get(gap) {
-                out.extend(members);
-            }
-        }
-    }
-
-    /// A shortest path of precedence from rule `from` to rule `to` (to itself: a cycle), as
-    /// steps between rules: a relation, or a rank step from one rank group to the next.
-    /// Breadth-first over rules, successors in index order: the explanation the closure over
-    /// explicit edges gave. The rules of a group share their rank successors, so a group's are
-    /// looked at once.
-    fn path(&self, from: usize, to: usize, all_relations: bool) -> Vec<(usize, usize, Edge)> {
-        let mut previous: Vec<Option<usize>> = vec![None; self.rules];
-        let mut expanded = vec![false; self.gaps.len()];
-        let mut queue = std::collections::VecDeque::from([from]);
-        let mut found = false;
-        let mut successors: Vec<usize> = Vec::new();
-        'search: while let Some(current) = queue.pop_front() {
-            successors.clear();
-            if all_relations {
-                successors.extend(
-                    self.relations
-                        .range((current, 0)..=(current, usize::MAX))
-                        .map(|(&(_, b), _)| b),
-                );
-            } else if let Some(kept) = self.kept.get(current) {
-                successors.extend(kept);
-            }
-            if let Some(&Some((base, group, gaps))) = self.rank_group.get(current)
-                && group < gaps
-                && let Some(done) = expanded.get_mut(base + group)
-                && !*done
-            {
-                *done = true;
-                successors.extend(self.gap_members.get(base + group).into_iter().flatten());
-            }
-            successors.sort_unstable();
-            successors.dedup();
-            for &next in &successors {
-                if next == to {
-                    if let Some(slot) = previous.get_mut(to) {
-                        *slot = Some(current);
-                    }
-                    found = true;
-                    break 'search;
-                }
-                if next != from
-                    && let Some(slot) = previous.get_mut(next)
-                    && slot.is_none()
-                {
-                    *slot = Some(current);
-                    queue.push_back(next);
-                }
-            }
-        }
-        if !found {
-            return Vec::new();
-        }
-        let mut steps = Vec::new();
-        let mut at = to;
-        while let Some(Some(before)) = previous.get(at).copied() {
-            let edge = self
-                .relations
-                .get(&(before, at))
-                .cloned()
-                .unwrap_or_else(|| {
-                    let rank = |i: usize| self.ranks.get(i).copied().flatten().unwrap_or_default();
-                    Edge::Rank(rank(before), rank(at))
-                });
-            steps.push((before, at, edge));
-            at = before;
-            if at == from || steps.len() > self.rules {
-                break;
-            }
-        }
-        steps.reverse();
-        steps
+impl Position {
+    /// The position as a `usize`.
+    pub fn as_usize(self) -> usize {
+        self.0
     }
 }
 
@@ -191,32 +79,50 @@ pub enum Comparison {
         loser_tier: usize,
     },
     /// Same tier; the chain of edges from winner to loser.
-    Chain(Vec<(usize, usize, Edge)>),
+    Chain(Vec<(RuleIndex, RuleIndex, Edge)>),
     /// Same tier and neither precedes the other.
     Unordered,
 }
 
 impl Priority {
+    /// The rules from highest to lowest priority.
+    pub fn order(&self) -> &[RuleIndex] {
+        &self.order
+    }
+
+    /// The rule's place in the effective order.
+    pub fn position(&self, rule: RuleIndex) -> Option<Position> {
+        self.position.get(rule.as_usize()).copied()
+    }
+
     /// Whether rule `a` precedes rule `b` (higher priority).
-    pub fn precedes(&self, a: usize, b: usize) -> bool {
-        self.position.get(a) < self.position.get(b)
+    pub fn precedes(&self, a: RuleIndex, b: RuleIndex) -> bool {
+        self.position(a) < self.position(b)
+    }
+
+    /// The rule's tier (an index into [`Catalogue::tiers`]).
+    fn tier(&self, rule: RuleIndex) -> Option<usize> {
+        self.tiers.get(rule.as_usize()).copied()
     }
 
     /// Whether `a` and `b` share a tier and neither precedes the other.
-    pub fn unordered(&self, catalogue: &Catalogue, a: usize, b: usize) -> bool {
-        let same_tier =
-            catalogue.rules.get(a).map(|r| r.tier) == catalogue.rules.get(b).map(|r| r.tier);
-        same_tier && !self.reaches(a, b) && !self.reaches(b, a)
+    pub fn unordered(&self, a: RuleIndex, b: RuleIndex) -> bool {
+        self.tier(a) == self.tier(b) && !self.reaches(a, b) && !self.reaches(b, a)
     }
 
     /// Whether the rule lies on a cycle of `before`/`after` relations (FL0101): its relations
     /// are ignored, so its place in the order is not what its author meant.
-    pub fn on_cycle(&self, rule: usize) -> bool {
-        self.on_cycle.get(rule).copied().unwrap_or(false)
+    pub fn on_cycle(&self, rule: RuleIndex) -> bool {
+        self.on_cycle.get(rule.as_usize()).copied().unwrap_or(false)
     }
 
     /// Whether `a` precedes `b` through ranks and relations (inside one tier).
-    pub fn reaches(&self, a: usize, b: usize) -> bool {
+    pub fn reaches(&self, a: RuleIndex, b: RuleIndex) -> bool {
+        self.reaches_node(a.as_usize(), b.as_usize())
+    }
+
+    /// [`Priority::reaches`] between the graph's rule nodes.
+    fn reaches_node(&self, a: usize, b: usize) -> bool {
         if a == b {
             return false;
         }
@@ -248,20 +154,20 @@ impl Priority {
     }
 
     /// Explains how `a` and `b` are ordered, from `a`'s point of view.
-    pub fn compare(&self, catalogue: &Catalogue, a: usize, b: usize) -> Comparison {
-        let (Some(rule_a), Some(rule_b)) = (catalogue.rules.get(a), catalogue.rules.get(b)) else {
+    pub fn compare(&self, a: RuleIndex, b: RuleIndex) -> Comparison {
+        let (Some(tier_a), Some(tier_b)) = (self.tier(a), self.tier(b)) else {
             return Comparison::Unordered;
         };
-        if rule_a.tier != rule_b.tier {
-            return if rule_a.tier < rule_b.tier {
+        if tier_a != tier_b {
+            return if tier_a < tier_b {
                 Comparison::Tier {
-                    winner_tier: rule_a.tier,
-                    loser_tier: rule_b.tier,
+                    winner_tier: tier_a,
+                    loser_tier: tier_b,
                 }
             } else {
                 Comparison::Tier {
-                    winner_tier: rule_b.tier,
-                    loser_tier: rule_a.tier,
+                    winner_tier: tier_b,
+                    loser_tier: tier_a,
                 }
             };
         }
@@ -273,7 +179,13 @@ impl Priority {
             return Comparison::Unordered;
         };
         // Breadth-first over the precedence graph gives the shortest explanation.
-        Comparison::Chain(self.graph.path(from, to, false))
+        Comparison::Chain(
+            self.graph
+                .path(from.as_usize(), to.as_usize(), false)
+                .into_iter()
+                .map(|(x, y, edge)| (RuleIndex::new(x), RuleIndex::new(y), edge))
+                .collect(),
+        )
     }
 }
 
@@ -371,11 +283,11 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
         }
     }
     let component_of = {
-        let mut of = vec![usize::MAX; graph.node_count()];
+        let mut of: Vec<Option<usize>> = vec![None; graph.node_count()];
         for (c, component) in components.iter().enumerate() {
             for &node in component {
                 if let Some(slot) = of.get_mut(node) {
-                    *slot = c;
+                    *slot = Some(c);
                 }
             }
         }
@@ -458,6 +370,7 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
     let mut priority = Priority {
         order: Vec::new(),
         position: Vec::new(),
+        tiers: catalogue.rules.iter().map(|rule| rule.tier).collect(),
         graph,
         chain,
         chain_base,
@@ -498,7 +411,7 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
                     }
                     _ => false,
                 };
-                !by_rank && priority.reaches(x, b)
+                !by_rank && priority.reaches_node(x, b)
             })
             .count();
         if let Some(slot) = predecessors.get_mut(b) {
@@ -518,128 +431,15 @@ pub fn order(catalogue: &Catalogue) -> (Priority, Vec<Diagnostic>) {
     });
     // Sorting by the number of predecessors is a valid topological order for a transitively
     // closed, acyclic relation: a predecessor has strictly fewer predecessors.
-    let mut position = vec![0; count];
+    let mut position = vec![Position(0); count];
     for (at, &rule) in order.iter().enumerate() {
         if let Some(slot) = position.get_mut(rule) {
-            *slot = at;
+            *slot = Position(at);
         }
     }
-    priority.order = order;
+    priority.order = order.into_iter().map(RuleIndex::new).collect();
     priority.position = position;
     (priority, diagnostics)
-}
-
-/// Strongly connected components of the precedence graph (every edge), in reverse topological
-/// order (Tarjan's algorithm, with an explicit stack).
-fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
-    let nodes = graph.node_count();
-    let mut index = vec![usize::MAX; nodes];
-    let mut low = vec![0usize; nodes];
-    let mut on_stack = vec![false; nodes];
-    let mut stack: Vec<usize> = Vec::new();
-    let mut components = Vec::new();
-    let mut next_index = 0;
-    let mut successors = Vec::new();
-    for root in 0..nodes {
-        if index.get(root).copied() != Some(usize::MAX) {
-            continue;
-        }
-        // Frames: (node, its successors, next successor to visit).
-        let mut frames: Vec<(usize, Vec<usize>, usize)> = Vec::new();
-        graph.successors(root, true, &mut successors);
-        frames.push((root, successors.clone(), 0));
-        if let (Some(i), Some(l)) = (index.get_mut(root), low.get_mut(root)) {
-            *i = next_index;
-            *l = next_index;
-        }
-        next_index += 1;
-        stack.push(root);
-        if let Some(slot) = on_stack.get_mut(root) {
-            *slot = true;
-        }
-        while let Some((node, node_successors, cursor)) = frames.last_mut() {
-            let node = *node;
-            if let Some(&next) = node_successors.get(*cursor) {
-                *cursor += 1;
-                if index.get(next).copied() == Some(usize::MAX) {
-                    if let (Some(i), Some(l)) = (index.get_mut(next), low.get_mut(next)) {
-                        *i = next_index;
-                        *l = next_index;
-                    }
-                    next_index += 1;
-                    stack.push(next);
-                    if let Some(slot) = on_stack.get_mut(next) {
-                        *slot = true;
-                    }
-                    graph.successors(next, true, &mut successors);
-                    frames.push((next, successors.clone(), 0));
-                } else if on_stack.get(next).copied().unwrap_or(false) {
-                    let next_index_value = index.get(next).copied().unwrap_or(usize::MAX);
-                    if let Some(l) = low.get_mut(node) {
-                        *l = (*l).min(next_index_value);
-                    }
-                }
-                continue;
-            }
-            frames.pop();
-            let node_low = low.get(node).copied().unwrap_or(0);
-            if let Some((parent, _, _)) = frames.last()
-                && let Some(l) = low.get_mut(*parent)
-            {
-                *l = (*l).min(node_low);
-            }
-            if Some(node_low) == index.get(node).copied() {
-                let mut component = Vec::new();
-                while let Some(member) = stack.pop() {
-                    if let Some(slot) = on_stack.get_mut(member) {
-                        *slot = false;
-                    }
-                    component.push(member);
-                    if member == node {
-                        break;
-                    }
-                }
-                components.push(component);
-            }
-        }
-    }
-    components
-}
-
-/// The nodes of the precedence graph without the relations ignored on cycles, successors
-/// before predecessors.
-fn topological_reverse(graph: &Graph) -> Vec<usize> {
-    let nodes = graph.node_count();
-    let mut done = vec![false; nodes];
-    let mut out = Vec::with_capacity(nodes);
-    let mut successors = Vec::new();
-    for root in 0..nodes {
-        if done.get(root).copied().unwrap_or(true) {
-            continue;
-        }
-        // Depth-first, post-order, with an explicit stack; `done` marks nodes once entered.
-        if let Some(slot) = done.get_mut(root) {
-            *slot = true;
-        }
-        graph.successors(root, false, &mut successors);
-        let mut frames: Vec<(usize, Vec<usize>, usize)> = vec![(root, successors.clone(), 0)];
-        while let Some((node, node_successors, cursor)) = frames.last_mut() {
-            if let Some(&next) = node_successors.get(*cursor) {
-                *cursor += 1;
-                if !done.get(next).copied().unwrap_or(true) {
-                    if let Some(slot) = done.get_mut(next) {
-                        *slot = true;
-                    }
-                    graph.successors(next, false, &mut successors);
-                    frames.push((next, successors.clone(), 0));
-                }
-                continue;
-            }
-            out.push(*node);
-            frames.pop();
-        }
-    }
-    out
 }
 
 fn describe_edge(catalogue: &Catalogue, a: usize, b: usize, edge: &Edge) -> String {
@@ -696,21 +496,15 @@ fn cycle_diagnostic(catalogue: &Catalogue, cycle: &[(usize, usize, Edge)]) -> Di
 }
 
 /// A sentence explaining how two rules are ordered, for `faultline order`.
-pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -> String {
-    let name = |i: usize| {
-        catalogue
-            .rules
-            .get(i)
-            .map(|r| r.id.clone())
-            .unwrap_or_default()
-    };
+pub fn explain(catalogue: &Catalogue, priority: &Priority, a: RuleIndex, b: RuleIndex) -> String {
+    let name = |i: RuleIndex| catalogue.rule(i).map(|r| r.id.clone()).unwrap_or_default();
     let tier = |t: usize| catalogue.tiers.get(t).cloned().unwrap_or_default();
-    match priority.compare(catalogue, a, b) {
+    match priority.compare(a, b) {
         Comparison::Tier {
             winner_tier,
             loser_tier,
         } => {
-            let (winner, loser) = if catalogue.rules.get(a).map(|r| r.tier) == Some(winner_tier) {
+            let (winner, loser) = if catalogue.rule(a).map(|r| r.tier) == Some(winner_tier) {
                 (a, b)
             } else {
                 (b, a)
@@ -731,20 +525,13 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
             let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
                 return format!("`{}` and `{}` are the same rule", name(a), name(b));
             };
-            let rank = |i: usize| {
-                catalogue
-                    .rules
-                    .get(i)
-                    .and_then(|r| r.rank)
-                    .unwrap_or_default()
-            };
+            let rank = |i: RuleIndex| catalogue.rule(i).and_then(|r| r.rank).unwrap_or_default();
             format!(
                 "`{}` wins over `{}`: same tier `{}`, and rank {} is lower than rank {}",
                 name(first.0),
                 name(last.1),
                 catalogue
-                    .rules
-                    .get(first.0)
+                    .rule(first.0)
                     .map(|r| tier(r.tier))
                     .unwrap_or_default(),
                 rank(first.0),
@@ -757,7 +544,7 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
             };
             let steps: Vec<String> = chain
                 .iter()
-                .map(|(x, y, edge)| describe_edge(catalogue, *x, *y, edge))
+                .map(|(x, y, edge)| describe_edge(catalogue, x.as_usize(), y.as_usize(), edge))
                 .collect();
             format!(
                 "`{}` wins over `{}`: {}",
@@ -771,34 +558,6 @@ pub fn explain(catalogue: &Catalogue, priority: &Priority, a: usize, b: usize) -
             name(a),
             name(b)
         ),
-    }
-}
-
-/// A fixed-size set of rule indices.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Bits(Vec<u64>);
-
-impl Bits {
-    fn new(len: usize) -> Self {
-        Bits(vec![0; len.div_ceil(64)])
-    }
-
-    fn get(&self, index: usize) -> bool {
-        self.0
-            .get(index / 64)
-            .is_some_and(|word| word >> (index % 64) & 1 == 1)
-    }
-
-    fn set(&mut self, index: usize) {
-        if let Some(word) = self.0.get_mut(index / 64) {
-            *word |= 1 << (index % 64);
-        }
-    }
-
-    fn or(&mut self, other: &Bits) {
-        for (word, other) in self.0.iter_mut().zip(&other.0) {
-            *word |= other;
-        }
     }
 }
 
@@ -919,7 +678,7 @@ mod tests {
             if !cyclic {
                 for a in 0..n {
                     for b in 0..n {
-                        prop_assert_eq!(priority.reaches(a, b), reach[a][b], "{} {}", a, b);
+                        prop_assert_eq!(priority.reaches(RuleIndex::new(a), RuleIndex::new(b)), reach[a][b], "{} {}", a, b);
                     }
                 }
                 let predecessors = |i: usize| (0..n).filter(|&x| reach[x][i]).count();
@@ -928,13 +687,14 @@ mod tests {
                     let rule = &catalogue.rules[i];
                     (rule.tier, predecessors(i), rule.rank.unwrap_or(i64::MAX), rule.id.clone())
                 });
-                prop_assert_eq!(&priority.order, &expected);
+                prop_assert_eq!(priority.order(), expected.into_iter().map(RuleIndex::new).collect::<Vec<_>>());
             }
             // Whatever the relations, the order respects every precedence it keeps.
             for a in 0..n {
                 for b in 0..n {
-                    if priority.reaches(a, b) {
-                        prop_assert!(priority.precedes(a, b), "{} before {}", a, b);
+                    let (ia, ib) = (RuleIndex::new(a), RuleIndex::new(b));
+                    if priority.reaches(ia, ib) {
+                        prop_assert!(priority.precedes(ia, ib), "{} before {}", a, b);
                     }
                 }
             }
@@ -952,11 +712,11 @@ mod tests {
         let (priority, cycles) = order(&catalogue);
         assert!(cycles.is_empty());
         assert_eq!(
-            explain(&catalogue, &priority, 0, 3),
+            explain(&catalogue, &priority, RuleIndex::new(0), RuleIndex::new(3)),
             "`rule.r0` wins over `rule.r3`: `rule.r0` (rank 1) precedes `rule.r1` (rank 2), and `rule.r1` (rank 2) precedes `rule.r2` (rank 3), and `rule.r2` is declared `before rule.r3`"
         );
         assert_eq!(
-            explain(&catalogue, &priority, 1, 0),
+            explain(&catalogue, &priority, RuleIndex::new(1), RuleIndex::new(0)),
             "`rule.r0` wins over `rule.r1`: same tier `a`, and rank 1 is lower than rank 2"
         );
     }

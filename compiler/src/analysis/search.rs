@@ -1,0 +1,513 @@
+//! The product search: component automata (one per pattern, built once per session) and a
+//! breadth-first search over their product for the shortest texts that satisfy a query, or
+//! a proof that none exists.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use faultline_runtime::TextView;
+use regex_automata::Anchored;
+use regex_automata::dfa::{Automaton as _, dense};
+use regex_automata::util::primitives::StateID;
+use regex_automata::util::start;
+
+use crate::db::{Db, PatternKey, QueryKey};
+use crate::lower::AutomatonError;
+
+use super::{AnalysisBudget, Analyzer};
+
+/// A component automaton.
+#[derive(Debug)]
+pub(super) struct Automaton {
+    dfa: Arc<dense::DFA<Vec<u32>>>,
+    start: StateID,
+}
+
+/// The budgets a component automaton is built under: the analysis's own size budget, and the
+/// lowering's (whose exact attempt at the same pattern is shared), determinization and NFA
+/// budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ComponentBudget {
+    first: usize,
+    budget: usize,
+    determinize: usize,
+    nfa: usize,
+}
+
+impl ComponentBudget {
+    pub(super) fn new(analysis: &AnalysisBudget, lowering: &crate::lower::Budget) -> Self {
+        ComponentBudget {
+            first: lowering.pattern_dfa_bytes,
+            budget: analysis.component_dfa_bytes,
+            determinize: lowering.determinize_bytes,
+            nfa: lowering.nfa_bytes,
+        }
+    }
+
+    pub(super) fn key<'db>(&self, db: &'db dyn Db, pattern: &str) -> PatternKey<'db> {
+        PatternKey::new(
+            db,
+            pattern.to_owned(),
+            self.first,
+            self.budget,
+            self.budget,
+            self.determinize,
+            self.nfa,
+        )
+    }
+
+    pub(super) fn as_tuple(&self) -> (usize, usize, usize, usize) {
+        (self.first, self.budget, self.determinize, self.nfa)
+    }
+
+    pub(super) fn from_tuple(
+        (first, budget, determinize, nfa): (usize, usize, usize, usize),
+    ) -> Self {
+        ComponentBudget {
+            first,
+            budget,
+            determinize,
+            nfa,
+        }
+    }
+}
+
+/// A component automaton and whether it had to be widened. Tracked: built once per session.
+#[salsa::tracked(returns(ref), no_eq)]
+fn automaton<'db>(
+    db: &'db dyn Db,
+    key: PatternKey<'db>,
+) -> Result<(Arc<Automaton>, bool), AutomatonError> {
+    let built = crate::lower::alone(db, key)?;
+    let start = built
+        .dfa
+        .start_state(&start::Config::new().anchored(Anchored::No))
+        .map_err(|e| AutomatonError::Other(e.to_string()))?;
+    Ok((
+        Arc::new(Automaton {
+            dfa: built.dfa,
+            start,
+        }),
+        built.approximate,
+    ))
+}
+
+/// Must a component match somewhere, or must it not?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Polarity {
+    Must,
+    MustNot,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Component {
+    /// The pattern (the key of its automaton and of the search memo).
+    pub(super) pattern: String,
+    pub(super) polarity: Polarity,
+    pub(super) view: TextView,
+}
+
+pub(super) fn component_automaton(
+    db: &dyn Db,
+    pattern: &str,
+    budget: &ComponentBudget,
+) -> Result<(Arc<Automaton>, bool), AutomatonError> {
+    automaton(db, budget.key(db, pattern)).clone()
+}
+
+/// The outcome of a product search.
+pub(super) enum Search {
+    /// The witness texts, per view, shortest first.
+    Witnesses(Vec<Vec<(TextView, String)>>),
+    /// No text satisfies the query.
+    Empty,
+    /// The budget ran out first.
+    Exhausted,
+}
+
+/// Preference rank of a byte in witnesses: lower is preferred.
+fn preference(byte: u8) -> u16 {
+    match byte {
+        b'a'..=b'z' => u16::from(byte - b'a'),
+        b'0'..=b'9' => 26 + u16::from(byte - b'0'),
+        b'A'..=b'Z' => 36 + u16::from(byte - b'A'),
+        b' ' => 62,
+        b'!'..=b'~' => 63 + u16::from(byte),
+        b'\n' => 300,
+        b'\t' => 301,
+        _ => 400 + u16::from(byte),
+    }
+}
+
+/// What one product search found: witnesses (shortest first), proof of emptiness, or the
+/// budget's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ViewSearch {
+    Witnesses(Vec<String>),
+    Empty,
+    Exhausted,
+}
+
+/// The pattern of the UTF-8 validity component: the whole text is valid UTF-8.
+const UTF8_PATTERN: &str = r"(?s)\A.*\z";
+
+/// One product search, memoized by its components: a query whose rules did not change is not
+/// searched again.
+#[salsa::tracked(returns(ref))]
+fn search_query<'db>(db: &'db dyn Db, key: QueryKey<'db>) -> ViewSearch {
+    let budget = ComponentBudget::from_tuple(*key.component_budget(db));
+    let mut automata: Vec<(Arc<Automaton>, Polarity)> = Vec::new();
+    for (pattern, must) in key
+        .components(db)
+        .iter()
+        .map(|(p, must, _)| (p, *must))
+        .chain(std::iter::once((&UTF8_PATTERN.to_owned(), true)))
+    {
+        match automaton(db, budget.key(db, pattern)) {
+            Ok((automaton, _)) => automata.push((
+                Arc::clone(automaton),
+                if must {
+                    Polarity::Must
+                } else {
+                    Polarity::MustNot
+                },
+            )),
+            Err(_) => return ViewSearch::Exhausted,
+        }
+    }
+    breadth_first(&automata, *key.wanted(db), *key.max_states(db))
+}
+
+/// Hashes the search's product states (short vectors of state ids) with a multiply-rotate mix:
+/// the standard library's SipHash would dominate the search.
+#[derive(Debug, Clone, Copy, Default)]
+struct StateHash;
+
+impl std::hash::BuildHasher for StateHash {
+    type Hasher = StateHasher;
+
+    fn build_hasher(&self) -> StateHasher {
+        StateHasher(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct StateHasher(u64);
+
+impl StateHasher {
+    pub(super) fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for StateHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.add(u64::from(byte));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
+/// Breadth-first search over the product of the automata, collecting up to `wanted` shortest
+/// witnesses.
+fn breadth_first(
+    automata: &[(Arc<Automaton>, Polarity)],
+    wanted: usize,
+    max_states: usize,
+) -> ViewSearch {
+    let all: Vec<(&Automaton, Polarity)> = automata.iter().map(|(a, p)| (a.as_ref(), *p)).collect();
+    // Joint byte classes: one representative byte per class, most preferred first.
+    let mut representatives: HashMap<Vec<u8>, u8> = HashMap::new();
+    for byte in 0..=255u8 {
+        let key: Vec<u8> = all
+            .iter()
+            .map(|(a, _)| a.dfa.byte_classes().get(byte))
+            .collect();
+        let slot = representatives.entry(key).or_insert(byte);
+        if preference(byte) < preference(*slot) {
+            *slot = byte;
+        }
+    }
+    let mut alphabet: Vec<u8> = representatives.into_values().collect();
+    alphabet.sort_by_key(|byte| preference(*byte));
+
+    type Node = Vec<(StateID, bool)>;
+    let start: Node = all.iter().map(|(a, _)| (a.start, false)).collect();
+    // Per state: the state it was reached from and the byte read, `None` for the start.
+    let mut nodes: Vec<Option<(usize, u8)>> = vec![None];
+    let mut states: Vec<Node> = vec![start.clone()];
+    let mut seen: std::collections::HashSet<Node, StateHash> =
+        std::collections::HashSet::with_hasher(StateHash);
+    seen.insert(start);
+    let mut queue = VecDeque::from([0usize]);
+    let mut witnesses = Vec::new();
+    while let Some(index) = queue.pop_front() {
+        let Some(node) = states.get(index).cloned() else {
+            break;
+        };
+        let accepts = all
+            .iter()
+            .zip(&node)
+            .all(|((automaton, polarity), (state, satisfied))| {
+                let matched = *satisfied
+                    || automaton
+                        .dfa
+                        .is_match_state(automaton.dfa.next_eoi_state(*state));
+                matched == (*polarity == Polarity::Must)
+            });
+        if accepts {
+            let mut bytes = Vec::new();
+            let mut at = index;
+            while let Some(&Some((parent, byte))) = nodes.get(at) {
+                bytes.push(byte);
+                at = parent;
+            }
+            bytes.reverse();
+            if let Ok(text) = String::from_utf8(bytes) {
+                witnesses.push(text);
+                if witnesses.len() >= wanted {
+                    break;
+                }
+            }
+        }
+        for &byte in &alphabet {
+            let mut next = Vec::with_capacity(node.len());
+            let mut pruned = false;
+            for ((automaton, polarity), (state, satisfied)) in all.iter().zip(&node) {
+                let state = automaton.dfa.next_state(*state, byte);
+                let satisfied = *satisfied || automaton.dfa.is_match_state(state);
+                let dead = automaton.dfa.is_dead_state(state) && !satisfied;
+                if (*polarity == Polarity::MustNot && satisfied)
+                    || (*polarity == Polarity::Must && dead)
+                {
+                    pruned = true;
+                    break;
+                }
+                next.push((state, satisfied));
+            }
+            if pruned || seen.contains(&next) {
+                continue;
+            }
+            if states.len() >= max_states {
+                return if witnesses.is_empty() {
+                    ViewSearch::Exhausted
+                } else {
+                    ViewSearch::Witnesses(witnesses)
+                };
+            }
+            seen.insert(next.clone());
+            nodes.push(Some((index, byte)));
+            states.push(next);
+            queue.push_back(states.len() - 1);
+        }
+    }
+    if witnesses.is_empty() {
+        ViewSearch::Empty
+    } else {
+        ViewSearch::Witnesses(witnesses)
+    }
+}
+
+impl Analyzer<'_> {
+    /// Searches the product of `components` (read as one text) for up to `wanted` witnesses.
+    pub(super) fn search_view(&self, components: &[&Component], wanted: usize) -> Search {
+        let key_components: Vec<(String, bool, u8)> = components
+            .iter()
+            .map(|c| {
+                (
+                    c.pattern.clone(),
+                    c.polarity == Polarity::Must,
+                    u8::from(c.view == TextView::Raw),
+                )
+            })
+            .collect();
+        let key = QueryKey::new(
+            self.db,
+            key_components,
+            wanted,
+            self.budget.max_states,
+            self.components.as_tuple(),
+        );
+        match search_query(self.db, key) {
+            ViewSearch::Empty => Search::Empty,
+            ViewSearch::Exhausted => Search::Exhausted,
+            ViewSearch::Witnesses(found) => Search::Witnesses(
+                found
+                    .iter()
+                    .map(|w| vec![(TextView::Sanitized, w.clone())])
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Searches for one text that every view shows unchanged (so that the witness is the
+    /// evidence's text as it is). When the components read both views and no such text exists,
+    /// the views are searched as independent texts, which over-approximates: an empty result is
+    /// then still a proof, and any witness goes to verification.
+    pub(super) fn search(&self, components: &[&Component], wanted: usize) -> Search {
+        let one_view = components
+            .iter()
+            .all(|c| components.first().is_some_and(|first| first.view == c.view));
+        let together = self.search_view(components, wanted);
+        if one_view || !matches!(together, Search::Empty) {
+            return together;
+        }
+        let mut per_view: Vec<(TextView, Vec<String>)> = Vec::new();
+        for view in [TextView::Sanitized, TextView::Raw] {
+            let of_view: Vec<&Component> = components
+                .iter()
+                .copied()
+                .filter(|c| c.view == view)
+                .collect();
+            if of_view.is_empty() {
+                continue;
+            }
+            match self.search_view(&of_view, wanted) {
+                Search::Empty => return Search::Empty,
+                Search::Exhausted => return Search::Exhausted,
+                Search::Witnesses(found) => {
+                    per_view.push((
+                        view,
+                        found
+                            .into_iter()
+                            .filter_map(|w| w.into_iter().next().map(|(_, text)| text))
+                            .collect(),
+                    ));
+                }
+            }
+        }
+        if per_view.is_empty() {
+            return Search::Witnesses(vec![Vec::new()]);
+        }
+        let count = per_view
+            .iter()
+            .map(|(_, found)| found.len())
+            .max()
+            .unwrap_or(0);
+        let combined = (0..count)
+            .map(|i| {
+                per_view
+                    .iter()
+                    .filter_map(|(view, found)| {
+                        found
+                            .get(i)
+                            .or_else(|| found.last())
+                            .map(|text| (*view, text.clone()))
+                    })
+                    .collect()
+            })
+            .collect();
+        Search::Witnesses(combined)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Database;
+
+    /// One product search over `components` (pattern, must match) in the sanitized view.
+    fn search(components: &[(&str, bool)], wanted: usize, max_states: usize) -> ViewSearch {
+        let db = Database::default();
+        let budget = ComponentBudget::new(&AnalysisBudget::default(), &crate::Budget::default());
+        let components: Vec<(String, bool, u8)> = components
+            .iter()
+            .map(|(pattern, must)| ((*pattern).to_owned(), *must, 0))
+            .collect();
+        let key = QueryKey::new(&db, components, wanted, max_states, budget.as_tuple());
+        search_query(&db, key).clone()
+    }
+
+    #[test]
+    fn the_witness_is_the_shortest_text_in_preferred_bytes() {
+        // Letters are preferred to digits, digits to capitals, all to punctuation.
+        assert_eq!(
+            search(&[(r"x[a0A!]", true)], 1, 10_000),
+            ViewSearch::Witnesses(vec!["xa".to_owned()])
+        );
+        assert_eq!(
+            search(&[(r"[0-9]{3}", true)], 1, 10_000),
+            ViewSearch::Witnesses(vec!["000".to_owned()])
+        );
+    }
+
+    #[test]
+    fn a_witness_matches_every_must_and_no_must_not() {
+        let ViewSearch::Witnesses(found) = search(
+            &[
+                ("overloaded", true),
+                ("529", true),
+                ("not overloaded", false),
+            ],
+            4,
+            100_000,
+        ) else {
+            panic!("the query is satisfiable");
+        };
+        assert!(!found.is_empty() && found.len() <= 4, "{found:?}");
+        for text in &found {
+            assert!(
+                text.contains("overloaded") && text.contains("529"),
+                "{text:?}"
+            );
+            assert!(!text.contains("not overloaded"), "{text:?}");
+        }
+        // Shortest first.
+        assert!(
+            found.windows(2).all(|w| w[0].len() <= w[1].len()),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn contradictions_are_proved_empty() {
+        // Anchored to two different whole texts.
+        assert_eq!(
+            search(&[(r"\Aa\z", true), (r"\Ab\z", true)], 1, 10_000),
+            ViewSearch::Empty
+        );
+        // A veto that every match of the matcher contains.
+        assert_eq!(
+            search(&[("quota exceeded", true), ("quota", false)], 1, 10_000),
+            ViewSearch::Empty
+        );
+    }
+
+    #[test]
+    fn witnesses_are_valid_utf8_text() {
+        // Any byte above 0x7f alone would do for the automaton; the UTF-8 component demands
+        // whole characters.
+        let ViewSearch::Witnesses(found) = search(&[(r"\xE9", true)], 1, 10_000) else {
+            panic!("`é` exists");
+        };
+        assert_eq!(found, ["é"]);
+    }
+
+    #[test]
+    fn a_search_over_its_budget_is_exhausted_not_empty() {
+        assert_eq!(
+            search(&[(r"[a-z]{40}\d", true)], 1, 8),
+            ViewSearch::Exhausted
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! Witness verification: a found text becomes evidence that satisfies the rules' guards, and
+//! only what the compiled classifier confirms is reported. The inline examples are checked
+//! here too: they are evidence run through the same classifier.
+
+use std::collections::HashMap;
+
+use faultline_dsl::{Code, Diagnostic};
+use faultline_runtime::build::REGEX_SIZE_LIMIT;
+use faultline_runtime::{Evidence, EvidenceField, Phase, TextView};
+
+use crate::ir::{Catalogue, Example, Guards, RuleIndex};
+use crate::priority::Priority;
+
+use super::search::{Component, Search};
+use super::{Analyzer, Compiled, Scope, describe};
+
+impl Analyzer<'_> {
+    /// Evidence for a witness: the texts joined into stderr, and the structured fields chosen
+    /// to satisfy every rule's guards.
+    pub(super) fn evidence(&self, rules: &[RuleIndex], texts: &[(TextView, String)]) -> Evidence {
+        let mut evidence = Evidence::default();
+        let guards: Vec<&Guards> = rules
+            .iter()
+            .filter_map(|&r| self.catalogue.rule(r))
+            .map(|r| &r.guards)
+            .collect();
+        fn pick<T: Clone + PartialEq>(lists: Vec<&Option<Vec<T>>>) -> Option<T> {
+            let constrained: Vec<&Vec<T>> = lists.into_iter().flatten().collect();
+            let first = constrained.first()?;
+            first
+                .iter()
+                .find(|value| constrained.iter().all(|list| list.contains(value)))
+                .cloned()
+        }
+        evidence.phase = pick(guards.iter().map(|g| &g.phase).collect());
+        evidence.provider_id = pick(guards.iter().map(|g| &g.provider_id).collect());
+        evidence.source = pick(guards.iter().map(|g| &g.source).collect());
+        evidence.http_status = pick(guards.iter().map(|g| &g.http_status).collect());
+        evidence.exit_code = pick(guards.iter().map(|g| &g.exit_code).collect());
+        let text: Vec<&str> = texts.iter().map(|(_, text)| text.as_str()).collect();
+        evidence.stderr = Some(text.join("\n")).filter(|t| !t.is_empty());
+        for field in guards.iter().flat_map(|g| g.present.iter()) {
+            match field {
+                EvidenceField::Phase if evidence.phase.is_none() => {
+                    evidence.phase = Some(Phase::PromptSend)
+                }
+                EvidenceField::Source if evidence.source.is_none() => {
+                    evidence.source = Some(faultline_runtime::Source::AcpUpdate)
+                }
+                EvidenceField::ExitCode if evidence.exit_code.is_none() => {
+                    evidence.exit_code = Some(1)
+                }
+                EvidenceField::HttpStatus if evidence.http_status.is_none() => {
+                    evidence.http_status = Some(418)
+                }
+                EvidenceField::ProviderId if evidence.provider_id.is_none() => {
+                    evidence.provider_id = self.catalogue.providers.first().cloned()
+                }
+                EvidenceField::ResetHint => {
+                    evidence.reset_hint = Some("2030-01-01T00:00:00Z".to_owned())
+                }
+                EvidenceField::Stderr if evidence.stderr.is_none() => {
+                    evidence.stderr = Some("x".to_owned())
+                }
+                EvidenceField::Stdout => evidence.stdout = Some("x".to_owned()),
+                EvidenceField::ManagedRuntimePackageSpec => {
+                    evidence.managed_runtime_package_spec = Some("pkg@1.0.0".to_owned())
+                }
+                _ => {}
+            }
+        }
+        for &rule in rules {
+            if let Some((pattern, group, field)) =
+                self.text(rule).and_then(|t| t.group_fill.clone())
+            {
+                let raw = evidence.stderr.clone().unwrap_or_default();
+                let captured = crate::pattern::regex(&pattern, REGEX_SIZE_LIMIT)
+                    .ok()
+                    .and_then(|regex| {
+                        regex
+                            .captures(&raw)
+                            .and_then(|c| c.get(group as usize).map(|g| g.as_str().to_owned()))
+                    });
+                if let (Some(value), EvidenceField::ManagedRuntimePackageSpec) = (captured, field) {
+                    evidence.managed_runtime_package_spec = Some(value);
+                }
+            }
+        }
+        evidence
+    }
+
+    /// Finds the first witness of a query on which `verify` holds: `Ok(None)` when the search
+    /// proves the query empty, [`Undecided`] when it ran out of budget or no witness it found
+    /// held.
+    pub(super) fn verified(
+        &self,
+        rules: &[RuleIndex],
+        components: &[&Component],
+        verify: impl Fn(&Evidence) -> bool,
+    ) -> Result<Option<Evidence>, Undecided> {
+        match self.search(components, self.budget.max_witnesses) {
+            Search::Empty => Ok(None),
+            Search::Exhausted => Err(Undecided),
+            Search::Witnesses(witnesses) => {
+                for texts in witnesses {
+                    let evidence = self.evidence(rules, &texts);
+                    if verify(&evidence) {
+                        return Ok(Some(evidence));
+                    }
+                }
+                Err(Undecided)
+            }
+        }
+    }
+}
+
+/// The search could neither prove a query empty nor find a witness that the bundle confirms,
+/// within its budget: the analysis reports nothing it cannot show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Undecided;
+
+/// Runs every inline example of the analysed rules through the compiled bundle; the examples
+/// of a rule whose order waits on a rule with errors wait with it (counterexamples do not
+/// depend on the order).
+pub(crate) fn check_examples(
+    catalogue: &Catalogue,
+    priority: &Priority,
+    bundle: &Compiled<'_>,
+    scope: &Scope,
+) -> Vec<Diagnostic> {
+    let index: HashMap<&str, RuleIndex> = catalogue
+        .indices()
+        .map(|(i, rule)| (rule.id.as_str(), i))
+        .collect();
+    let mut diagnostics = Vec::new();
+    for (rule_index, rule) in catalogue.indices() {
+        if !scope.analysed(rule_index) {
+            continue;
+        }
+        let order_known = scope.order_known(rule_index);
+        let run = |example: &Example| {
+            let evidence = example.evidence.clone();
+            let classification = bundle.classify(&evidence);
+            let own_step = bundle
+                .step(rule_index, &evidence)
+                .map(|step| step.said)
+                .unwrap_or_default();
+            (evidence, classification, own_step)
+        };
+        for example in rule.examples.iter().filter(|_| order_known) {
+            let (evidence, classification, own_step) = run(example);
+            // Beside errors, a winner that nothing orders above the rule wins only by the
+            // tie-break, which the rules with errors may change.
+            let by_tie_break = scope.partial
+                && own_step == "fired"
+                && index
+                    .get(classification.rule.as_str())
+                    .is_some_and(|&winner| priority.unordered(winner, rule_index));
+            if classification.rule != rule.id && !by_tie_break {
+                let why = if own_step == "fired" {
+                    format!(
+                        "`{}` fired but `{}` outranks it",
+                        rule.id, classification.rule
+                    )
+                } else {
+                    format!(
+                        "`{}` {own_step}; `{}` won with `{}`",
+                        rule.id, classification.rule, classification.code
+                    )
+                };
+                diagnostics.push(
+                    Diagnostic::new(Code::ExampleFailed, format!("example does not classify as `{}`", rule.id))
+                        .primary(&example.origin.file, example.origin.span, why)
+                        .note(format!("evidence: {}", describe(&evidence)))
+                        .note(format!("sanitized text: {:?}", classification.excerpt))
+                        .help("correct the rule or the example; if another rule rightly wins, declare the order with `before`/`after`"),
+                );
+            }
+        }
+        for example in &rule.counterexamples {
+            let (evidence, classification, own_step) = run(example);
+            if own_step == "fired" {
+                diagnostics.push(
+                    Diagnostic::new(Code::ExampleFailed, format!("counterexample fires `{}`", rule.id))
+                        .primary(&example.origin.file, example.origin.span, format!("`{}` fires on this (the winner is `{}`)", rule.id, classification.rule))
+                        .note(format!("evidence: {}", describe(&evidence)))
+                        .help("narrow the rule (anchor it, or add an `unless` veto), or correct the counterexample"),
+                );
+            }
+        }
+    }
+    diagnostics
+}

@@ -1,0 +1,389 @@
+//! Automata: each pattern's DFA alone (exact, or with bounded gaps widened when it does not
+//! fit), and the multi-pattern DFAs of a view, groups split until each fits its budget. The
+//! builds are tracked queries, shared with the analysis and reused across compilations.
+
+use regex_automata::dfa::{StartKind, dense};
+use regex_automata::nfa::thompson;
+use regex_automata::{MatchKind, util::syntax};
+use regex_syntax::hir::{Hir, HirKind, Repetition};
+
+use std::sync::Arc;
+
+use crate::db::{Db, ExactKey, GroupKey, PatternKey};
+
+use super::budget::{AutomatonError, Budget, Limits};
+
+/// Bounded repetitions longer than this are widened when a pattern does not fit its budget.
+pub const WIDEN_ABOVE: u32 = 8;
+
+fn dfa_config(limits: Limits) -> dense::Config {
+    dense::Config::new()
+        .match_kind(MatchKind::All)
+        .start_kind(StartKind::Unanchored)
+        .dfa_size_limit(Some(limits.dfa))
+        .determinize_size_limit(Some(limits.determinize))
+        .minimize(false)
+        .byte_classes(true)
+}
+
+/// Replaces bounded repetitions longer than [`WIDEN_ABOVE`] by unbounded ones.
+pub fn widen(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Repetition(repetition) => {
+            let max = repetition.max.filter(|max| *max <= WIDEN_ABOVE);
+            Hir::repetition(Repetition {
+                min: repetition.min,
+                max,
+                greedy: repetition.greedy,
+                sub: Box::new(widen(&repetition.sub)),
+            })
+        }
+        HirKind::Capture(capture) => Hir::capture(regex_syntax::hir::Capture {
+            index: capture.index,
+            name: capture.name.clone(),
+            sub: Box::new(widen(&capture.sub)),
+        }),
+        HirKind::Concat(parts) => Hir::concat(parts.iter().map(widen).collect()),
+        HirKind::Alternation(parts) => Hir::alternation(parts.iter().map(widen).collect()),
+        _ => hir.clone(),
+    }
+}
+
+/// Whether a syntax tree holds a bounded repetition longer than [`WIDEN_ABOVE`]: the construct
+/// whose unanchored subset construction is exponential in its bound.
+pub fn has_long_bounded_repetition(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Repetition(repetition) => {
+            repetition.max.is_some_and(|max| max > WIDEN_ABOVE)
+                || has_long_bounded_repetition(&repetition.sub)
+        }
+        HirKind::Capture(capture) => has_long_bounded_repetition(&capture.sub),
+        HirKind::Concat(parts) | HirKind::Alternation(parts) => {
+            parts.iter().any(has_long_bounded_repetition)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a syntax tree holds an unbounded repetition of a broad class (`.*`, `[^\n]*`): a
+/// gap, whose DFA multiplies the size of any union it joins.
+pub fn has_gap(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Repetition(repetition) => {
+            let broad = match repetition.sub.kind() {
+                HirKind::Class(regex_syntax::hir::Class::Unicode(class)) => {
+                    class
+                        .iter()
+                        .map(|r| (r.end() as u32).saturating_sub(r.start() as u32) + 1)
+                        .sum::<u32>()
+                        > 256
+                }
+                HirKind::Class(regex_syntax::hir::Class::Bytes(class)) => {
+                    class
+                        .iter()
+                        .map(|r| u32::from(r.end().saturating_sub(r.start())) + 1)
+                        .sum::<u32>()
+                        > 64
+                }
+                _ => false,
+            };
+            (repetition.max.is_none() && broad) || has_gap(&repetition.sub)
+        }
+        HirKind::Capture(capture) => has_gap(&capture.sub),
+        HirKind::Concat(parts) | HirKind::Alternation(parts) => parts.iter().any(has_gap),
+        _ => false,
+    }
+}
+
+/// The budget of a first, exact attempt: small for a pattern with a long bounded repetition,
+/// so that the attempt that is likely to explode fails fast.
+pub fn exact_attempt_budget(hir: &Hir, budget: usize) -> usize {
+    if has_long_bounded_repetition(hir) {
+        budget.min(256 << 10)
+    } else {
+        budget
+    }
+}
+
+/// Builds one DFA from syntax trees under `limits`: the NFA first (its size limit stops
+/// repetition blow-up), then determinization (its working memory and the DFA's size limited).
+pub(crate) fn build_dfa(
+    hirs: &[Hir],
+    limits: Limits,
+) -> Result<dense::DFA<Vec<u32>>, AutomatonError> {
+    let nfa = thompson::Compiler::new()
+        .syntax(syntax::Config::new())
+        .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa)))
+        .build_many_from_hir(hirs)
+        .map_err(|error| match error.size_limit() {
+            Some(limit) => AutomatonError::Nfa { limit },
+            None => AutomatonError::Other(error.to_string()),
+        })?;
+    dense::Builder::new()
+        .configure(dfa_config(limits))
+        .build_from_nfa(&nfa)
+        .map_err(|error| {
+            if !error.is_size_limit_exceeded() {
+                AutomatonError::Other(error.to_string())
+            } else if error.to_string().starts_with("determinization") {
+                // regex-automata names the limit it hit only in its message.
+                AutomatonError::Determinize {
+                    limit: limits.determinize,
+                }
+            } else {
+                AutomatonError::Dfa { limit: limits.dfa }
+            }
+        })
+}
+
+/// A pattern's syntax tree, parsed once per session.
+fn parsed_hir(db: &dyn Db, pattern: &str) -> Result<Hir, AutomatonError> {
+    crate::db::pattern_hir(db, crate::db::PatternText::new(db, pattern.to_owned()))
+        .as_ref()
+        .map(|hir| Hir::clone(hir))
+        .map_err(|error| AutomatonError::Other(error.to_string()))
+}
+
+/// A pattern's DFA alone, exact or widened, under limits. Tracked: the lowering and the
+/// analysis make the same first attempt at a pattern, and a widened pattern's DFA alone is its
+/// group's, so they are shared.
+#[salsa::tracked(returns(ref), no_eq)]
+pub(crate) fn exact_dfa<'db>(
+    db: &'db dyn Db,
+    key: ExactKey<'db>,
+) -> Result<Arc<dense::DFA<Vec<u32>>>, AutomatonError> {
+    let parsed = parsed_hir(db, key.text(db))?;
+    let hir = if *key.widened(db) {
+        widen(&parsed)
+    } else {
+        parsed
+    };
+    let limits = Limits {
+        dfa: *key.dfa(db),
+        determinize: *key.determinize(db),
+        nfa: *key.nfa(db),
+    };
+    build_dfa(std::slice::from_ref(&hir), limits).map(Arc::new)
+}
+
+/// A pattern's DFA alone, as [`alone`] builds it.
+#[derive(Debug)]
+pub(crate) struct Alone {
+    /// The DFA.
+    pub dfa: Arc<dense::DFA<Vec<u32>>>,
+    /// The syntax tree it was built from (widened when approximate).
+    pub hir: Hir,
+    /// Whether bounded gaps were widened.
+    pub approximate: bool,
+}
+
+/// Builds a pattern's DFA alone, exact if it fits `key`'s budget, else with bounded gaps widened
+/// (under the wide budget). The exact attempt is first made with the key's `first` budget when
+/// that is smaller: its success yields the very DFA the larger budget would (the limits only
+/// stop a build early), and it is the attempt the lowering makes, so the analysis shares it.
+pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, AutomatonError> {
+    let text = key.text(db);
+    let hir = parsed_hir(db, text)?;
+    let (determinize, nfa) = (*key.determinize(db), *key.nfa(db));
+    let exact = |budget: usize| {
+        let attempt = exact_attempt_budget(&hir, budget);
+        let key = ExactKey::new(
+            db,
+            text.clone(),
+            false,
+            attempt,
+            attempt.saturating_mul(2).min(determinize),
+            nfa,
+        );
+        (attempt, exact_dfa(db, key).clone())
+    };
+    let budget = *key.budget(db);
+    let (first_attempt, mut exact_result) = exact((*key.first(db)).min(budget));
+    if exact_result.is_err() && first_attempt < exact_attempt_budget(&hir, budget) {
+        exact_result = exact(budget).1;
+    }
+    match exact_result {
+        Ok(dfa) => Ok(Alone {
+            dfa,
+            hir,
+            approximate: false,
+        }),
+        Err(_) => {
+            let wide = *key.wide_budget(db);
+            let key = ExactKey::new(
+                db,
+                text.clone(),
+                true,
+                wide,
+                wide.saturating_mul(4).min(determinize),
+                nfa,
+            );
+            let dfa = exact_dfa(db, key).clone()?;
+            Ok(Alone {
+                dfa,
+                hir: widen(&hir),
+                approximate: true,
+            })
+        }
+    }
+}
+
+/// A pattern prepared for the DFA: its syntax tree (widened when approximate).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub(super) pattern: String,
+    hir: Hir,
+    pub(super) approximate: bool,
+    pub(super) alone_bytes: usize,
+}
+
+/// Prepares a pattern: its DFA alone, exact if it fits, else with bounded gaps widened. Tracked:
+/// a pattern is prepared once per session.
+#[salsa::tracked(returns(ref))]
+pub fn prepared<'db>(db: &'db dyn Db, key: PatternKey<'db>) -> Result<Prepared, AutomatonError> {
+    let built = alone(db, key)?;
+    Ok(Prepared {
+        pattern: key.text(db).clone(),
+        alone_bytes: built.dfa.memory_usage(),
+        hir: built.hir,
+        approximate: built.approximate,
+    })
+}
+
+/// Patterns per DFA, at most: big enough that a real catalogue's view is one DFA, small enough
+/// that determinizing one group stays fast and an edit rebuilds one group, not all.
+pub const GROUP_SIZE: usize = 16;
+
+/// Groups the patterns of a view: exact and widened patterns apart; each kind in buckets by a
+/// stable hash of the id of the rule that uses the pattern, so that editing a rule's pattern
+/// changes its own bucket only.
+pub(super) fn groups(prepared: &[Prepared], owners: &[String]) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    for approximate in [false, true] {
+        let members: Vec<usize> = (0..prepared.len())
+            .filter(|&i| {
+                prepared
+                    .get(i)
+                    .is_some_and(|p| p.approximate == approximate)
+            })
+            .collect();
+        // Gap-style patterns (`.*`, `[^\n]*`, widened bounded gaps) multiply each other's size in
+        // a union (four of the reference catalogue's take 12 MB together, 60-225 KB apart),
+        // and a failed determinization costs seconds: each gets a DFA of its own.
+        let (gapped, members): (Vec<usize>, Vec<usize>) = members.into_iter().partition(|&index| {
+            approximate || prepared.get(index).is_some_and(|p| has_gap(&p.hir))
+        });
+        out.extend(gapped.into_iter().map(|index| vec![index]));
+        let buckets = members
+            .len()
+            .div_ceil(GROUP_SIZE)
+            .max(1)
+            .next_power_of_two();
+        let mut grouped: Vec<Vec<usize>> = vec![Vec::new(); buckets];
+        for index in members {
+            let hash = owners.get(index).map_or(0, |owner| stable_hash(owner));
+            if let Some(bucket) = grouped.get_mut((hash % buckets as u64) as usize) {
+                bucket.push(index);
+            }
+        }
+        out.extend(grouped.into_iter().filter(|group| !group.is_empty()));
+    }
+    out
+}
+
+/// FNV-1a: stable across runs and platforms, unlike the standard library's hasher.
+fn stable_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// One built DFA: its serialized bytes and its size in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDfa {
+    /// Little-endian serialization.
+    pub bytes: Vec<u8>,
+    /// Heap size of the DFA.
+    pub memory: usize,
+}
+
+/// Builds one group's DFA. Tracked: a group whose members did not change is not rebuilt.
+#[salsa::tracked(returns(ref))]
+pub fn group_dfa<'db>(
+    db: &'db dyn Db,
+    key: GroupKey<'db>,
+) -> Result<Arc<GroupDfa>, AutomatonError> {
+    // A widened pattern alone (every one has a DFA of its own) was built while it was
+    // prepared, under the same limits when the budgets keep their ratio: reuse it.
+    if let [(pattern, true)] = key.patterns(db).as_slice() {
+        let alone = ExactKey::new(
+            db,
+            pattern.clone(),
+            true,
+            *key.budget(db),
+            *key.determinize(db),
+            *key.nfa(db),
+        );
+        let dfa = exact_dfa(db, alone).clone()?;
+        let (bytes, padding) = dfa.to_bytes_little_endian();
+        return Ok(Arc::new(GroupDfa {
+            bytes: bytes.get(padding..).unwrap_or_default().to_vec(),
+            memory: dfa.memory_usage(),
+        }));
+    }
+    let mut hirs = Vec::new();
+    for (pattern, approximate) in key.patterns(db) {
+        let hir = parsed_hir(db, pattern)?;
+        hirs.push(if *approximate { widen(&hir) } else { hir });
+    }
+    let limits = Limits {
+        dfa: *key.budget(db),
+        determinize: *key.determinize(db),
+        nfa: *key.nfa(db),
+    };
+    let dfa = build_dfa(&hirs, limits)?;
+    let (bytes, padding) = dfa.to_bytes_little_endian();
+    Ok(Arc::new(GroupDfa {
+        bytes: bytes.get(padding..).unwrap_or_default().to_vec(),
+        memory: dfa.memory_usage(),
+    }))
+}
+
+/// Splits `group` (indices into `prepared`) into DFAs that fit the budget; a pattern that does
+/// not fit even alone is the error, with its index.
+pub(super) fn partition(
+    db: &dyn Db,
+    prepared: &[Prepared],
+    group: &[usize],
+    budget: &Budget,
+    out: &mut Vec<(Vec<usize>, Arc<GroupDfa>)>,
+) -> Result<(), (usize, AutomatonError)> {
+    if group.is_empty() {
+        return Ok(());
+    }
+    let members: Vec<(String, bool)> = group
+        .iter()
+        .filter_map(|&i| prepared.get(i).map(|p| (p.pattern.clone(), p.approximate)))
+        .collect();
+    let key = GroupKey::new(
+        db,
+        members,
+        budget.view_dfa_bytes,
+        budget.determinize_bytes,
+        budget.nfa_bytes,
+    );
+    match group_dfa(db, key) {
+        Ok(dfa) => {
+            out.push((group.to_vec(), Arc::clone(dfa)));
+            Ok(())
+        }
+        Err(error) => match group {
+            [single] => Err((*single, error.clone())),
+            _ => {
+                let (left, right) = group.split_at(group.len() / 2);
+                partition(db, prepared, left, budget, out)?;
+                partition(db, prepared, right, budget, out)
+            }
+        },
+    }
+}

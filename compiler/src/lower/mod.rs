@@ -1,0 +1,656 @@
+//! Lowering a checked catalogue to a bundle: rules in effective order, each text view's
+//! patterns compiled into a few multi-pattern dense DFAs (`MatchKind::All`, searched in one
+//! overlapping pass), and the prefilter's literals.
+//!
+//! Partition: every pattern is first built alone. One whose DFA exceeds the per-pattern budget
+//! (bounded gaps such as `[^\n]{0,512}` blow up in an unanchored DFA) is rebuilt with its
+//! bounded repetitions widened to unbounded ones and marked *approximate*: the runtime confirms
+//! a DFA hit with the exact pattern, so classification stays exact and linear-time. The exact
+//! patterns of a view then share DFAs, and the approximate ones share others, each group split
+//! in halves until every DFA fits the view budget.
+//!
+//! Every stage is bounded by the [`Budget`]: regex nesting (checked by the front end), the
+//! Thompson NFA's heap (repetitions are expanded into copies before anything else), the
+//! determinizer's working memory and each DFA's size, and the `regex` programs the runtime
+//! compiles for exact confirmation and captures. A pattern over any of them is FL0109 on the
+//! pattern, quoting the budget in force, and its rule is left out of the bundle.
+//!
+//! [`budget`] holds the limits and how an excess is reported; [`automata`] builds each pattern's
+//! automaton and each group's DFA (tracked queries); this module turns the catalogue into the
+//! bundle's model.
+
+mod automata;
+mod budget;
+
+pub(crate) use automata::*;
+pub use budget::*;
+
+use std::collections::{BTreeMap, HashMap};
+
+use faultline_dsl::{Code, Diagnostic, Span};
+use faultline_runtime::build::{BundleContents, WriteError};
+use faultline_runtime::build::{
+    CatalogueModel, CodeEntry, DfaEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
+    PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
+};
+use faultline_runtime::{Bundle, REDACTION_VERSION, TextView};
+
+use crate::db::{Db, PatternKey};
+use crate::ir::{Catalogue, MatcherKind, RemediationSpec, RuleDef, RuleIndex, TextMatcher};
+use crate::literals;
+use crate::priority::Priority;
+
+/// How one pattern was lowered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatternReport {
+    /// The view.
+    pub view: TextView,
+    /// The pattern (lowered syntax).
+    pub pattern: String,
+    /// Size of its DFA alone, in bytes.
+    pub alone_bytes: usize,
+    /// Whether bounded gaps were widened for the DFA.
+    pub approximate: bool,
+}
+
+/// The result of lowering.
+#[derive(Debug)]
+pub struct Lowered {
+    /// The catalogue model written into the bundle.
+    pub model: CatalogueModel,
+    /// The DFAs' serialized bytes, in section order.
+    pub dfas: Vec<Vec<u8>>,
+    /// Per-pattern report, for `faultline inspect`.
+    pub patterns: Vec<PatternReport>,
+    /// Per catalogue rule: whether it is in the bundle (a rule whose automata exceed their
+    /// budget is left out, with its diagnostic, and the others are lowered without it).
+    pub included: Vec<bool>,
+    /// The catalogue rules in the bundle, in the bundle's order (its rule positions).
+    pub order: Vec<RuleIndex>,
+}
+
+/// A text matcher's pattern as the DFA sees it: regexes as lowered, `contains` as an escaped
+/// literal.
+fn dfa_pattern(matcher: &TextMatcher) -> Option<String> {
+    match &matcher.kind {
+        MatcherKind::Regex { lowered, .. } => Some(lowered.clone()),
+        MatcherKind::Contains {
+            literal,
+            ignore_case,
+        } => Some(format!(
+            "{}{}",
+            if *ignore_case { "(?i)" } else { "" },
+            regex_syntax::escape(literal)
+        )),
+        MatcherKind::Prefix { .. } | MatcherKind::Whole { .. } => None,
+    }
+}
+
+/// The prefilter requirement of a rule: the strongest of its positive matchers'.
+fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Requirement> {
+    let mut best: Option<literals::Requirement> = None;
+    for matcher in &rule.matchers {
+        let requirement = match &matcher.kind {
+            MatcherKind::Regex { lowered, .. } => {
+                crate::db::required_words(db, crate::db::PatternText::new(db, lowered.clone()))
+                    .clone()
+                    .map(|words| literals::Requirement { words })
+            }
+            MatcherKind::Contains { literal, .. }
+            | MatcherKind::Prefix { literal, .. }
+            | MatcherKind::Whole { literal, .. } => literals::literal_requirement(literal),
+        };
+        // A sanitized-view requirement on a word the redaction writes could be met by text the
+        // raw input does not hold: such a matcher does not gate the rule.
+        let requirement = requirement
+            .filter(|r| matcher.view == TextView::Raw || !literals::touches_introduced_words(r));
+        let strength =
+            |r: &literals::Requirement| r.words.iter().map(String::len).min().unwrap_or(0);
+        best = match (best, requirement) {
+            (Some(a), Some(b)) => Some(if strength(&b) > strength(&a) { b } else { a }),
+            (a, b) => a.or(b),
+        };
+    }
+    best
+}
+
+/// The diagnostic of a pattern (at `span` in `rule`) whose automaton or regex could not be
+/// built: FL0109 when it does not fit its budget, FL0111 when it cannot be built at all.
+fn too_large(rule: &RuleDef, span: Span, error: &AutomatonError) -> Diagnostic {
+    let (label, help) = match error {
+        AutomatonError::Other(message) => {
+            return Diagnostic::new(
+                Code::PatternNotCompiled,
+                format!("a pattern of `{}` cannot be compiled: {message}", rule.id),
+            )
+            .primary(
+                &rule.origin.file,
+                span,
+                "the automaton library refuses this pattern",
+            )
+            .help("rewrite the pattern with simpler constructs; the checks before compilation should have refused it with a precise code, so please report the pattern");
+        }
+        AutomatonError::Nfa { .. } => (
+            "its repetitions expand into more automaton states than the NFA budget allows",
+            "simplify the pattern: a bounded repetition is expanded into copies, so nested or long ones multiply (`a{1000}{1000}` is a million states); the budgets are listed in docs/bundle.md",
+        ),
+        AutomatonError::Dfa { .. } => (
+            "its deterministic automaton is too large, even with bounded gaps widened",
+            "simplify the pattern (long bounded repetitions after a wide class and large Unicode classes are the usual cause), or raise the budget with `--dfa-budget` (see docs/bundle.md)",
+        ),
+        AutomatonError::Determinize { .. } => (
+            "determinizing it needs too much memory, even with bounded gaps widened",
+            "simplify the pattern (long literals or bounded repetitions in an unanchored search are the usual cause), or raise the budget with `--dfa-budget`, which sets the determinization budget to four times itself (see docs/bundle.md)",
+        ),
+        AutomatonError::Regex { .. } => (
+            "the exact regex that confirms its matches when the bundle runs is too large",
+            "shorten the bounded repetition (for example `{0,512}`, not `{0,100000}`): the runtime confirms every match of a widened pattern with its exact regex, which must fit the runtime's regex limit (see docs/bundle.md)",
+        ),
+    };
+    Diagnostic::new(
+        Code::AutomatonTooLarge,
+        format!("a pattern of `{}` exceeds its budget: {error}", rule.id),
+    )
+    .primary(&rule.origin.file, span, label)
+    .help(help)
+}
+
+/// Every use of one pattern: the rule (catalogue index) and where the pattern is written.
+type Uses = Vec<(RuleIndex, Span)>;
+
+/// Lowers the rules of a checked catalogue that `include` marks, in effective priority order.
+/// A rule whose automata or regexes exceed their budget is left out with its diagnostic
+/// (FL0109, on the pattern) and the others are lowered without it.
+pub fn lower(
+    db: &dyn Db,
+    catalogue: &Catalogue,
+    priority: &Priority,
+    budget: &Budget,
+    include: &[bool],
+) -> (Lowered, Vec<Diagnostic>) {
+    let mut included: Vec<bool> = (0..catalogue.rules.len())
+        .map(|index| include.get(index).copied().unwrap_or(false))
+        .collect();
+    let mut diagnostics = Vec::new();
+    let mut regexes = HashMap::new();
+    loop {
+        match lower_included(db, catalogue, priority, budget, &included, &mut regexes) {
+            Ok(mut lowered) => {
+                lowered.included = included;
+                return (lowered, diagnostics);
+            }
+            Err(failures) => {
+                let mut progressed = false;
+                for (rule, diagnostic) in failures {
+                    if let Some(slot) = included.get_mut(rule.as_usize()).filter(|slot| **slot) {
+                        *slot = false;
+                        progressed = true;
+                    }
+                    diagnostics.push(diagnostic);
+                }
+                // Every failure names an included rule; should one ever not, lower nothing
+                // rather than loop.
+                if !progressed {
+                    included.fill(false);
+                }
+            }
+        }
+    }
+}
+
+/// Checks that `pattern` compiles as a `regex` within the regex budget (memoized per lowering).
+fn regex_fits(
+    pattern: &str,
+    budget: &Budget,
+    memo: &mut HashMap<String, Option<AutomatonError>>,
+) -> Option<AutomatonError> {
+    memo.entry(pattern.to_owned())
+        .or_insert_with(|| {
+            crate::pattern::regex(pattern, budget.regex_limit())
+                .err()
+                .map(|error| match error {
+                    regex::Error::CompiledTooBig(limit) => AutomatonError::Regex { limit },
+                    other => AutomatonError::Other(other.to_string()),
+                })
+        })
+        .clone()
+}
+
+/// The regexes the runtime compiles for a rule when a bundle loads, besides those of widened
+/// patterns: captures (`where group`, `remediation capture`) and case-folded `prefix`/`whole`
+/// literals. Each with where it is written.
+fn runtime_regexes(rule: &RuleDef) -> Vec<(String, Span)> {
+    let mut found = Vec::new();
+    for matcher in rule.matchers.iter().chain(&rule.vetoes) {
+        match &matcher.kind {
+            MatcherKind::Regex {
+                lowered,
+                group_equals: Some(_),
+                ..
+            } => found.push((lowered.clone(), matcher.span)),
+            MatcherKind::Prefix {
+                literal,
+                ignore_case: true,
+                ..
+            } => found.push((
+                format!(r"(?i)\A(?:{})", regex::escape(literal)),
+                matcher.span,
+            )),
+            MatcherKind::Whole {
+                literal,
+                ignore_case: true,
+            } => found.push((
+                format!(r"(?i)\A(?:{})\z", regex::escape(literal)),
+                matcher.span,
+            )),
+            _ => {}
+        }
+    }
+    if let Some(RemediationSpec::Capture { lowered, span, .. }) = &rule.remediation {
+        found.push((lowered.clone(), *span));
+    }
+    found
+}
+
+/// One attempt at lowering the included rules: the lowering, or every rule that must be left
+/// out with its diagnostic.
+fn lower_included(
+    db: &dyn Db,
+    catalogue: &Catalogue,
+    priority: &Priority,
+    budget: &Budget,
+    included: &[bool],
+    regexes: &mut HashMap<String, Option<AutomatonError>>,
+) -> Result<Lowered, Vec<(RuleIndex, Diagnostic)>> {
+    let order: Vec<RuleIndex> = priority
+        .order()
+        .iter()
+        .copied()
+        .filter(|index| included.get(index.as_usize()).copied().unwrap_or(false))
+        .collect();
+    let mut failures: Vec<(RuleIndex, Diagnostic)> = Vec::new();
+    let fail = |failures: &mut Vec<(RuleIndex, Diagnostic)>,
+                uses: &[(RuleIndex, Span)],
+                error: &AutomatonError| {
+        for &(rule_index, span) in uses {
+            if let Some(rule) = catalogue.rule(rule_index) {
+                failures.push((rule_index, too_large(rule, span, error)));
+            }
+        }
+    };
+    // Patterns per view, deduplicated, in first-use order, with every use of each.
+    let mut view_patterns: BTreeMap<TextView, Vec<(String, Uses)>> = BTreeMap::new();
+    let mut pattern_slot: HashMap<(TextView, String), usize> = HashMap::new();
+    for &rule_index in &order {
+        let Some(rule) = catalogue.rule(rule_index) else {
+            continue;
+        };
+        for matcher in rule.matchers.iter().chain(&rule.vetoes) {
+            if let Some(pattern) = dfa_pattern(matcher) {
+                let patterns = view_patterns.entry(matcher.view).or_default();
+                let slot = *pattern_slot
+                    .entry((matcher.view, pattern.clone()))
+                    .or_insert_with(|| {
+                        patterns.push((pattern, Vec::new()));
+                        patterns.len() - 1
+                    });
+                if let Some((_, uses)) = patterns.get_mut(slot) {
+                    uses.push((rule_index, matcher.span));
+                }
+            }
+        }
+        for (pattern, span) in runtime_regexes(rule) {
+            if let Some(error) = regex_fits(&pattern, budget, regexes) {
+                fail(&mut failures, &[(rule_index, span)], &error);
+            }
+        }
+    }
+    let mut prepared_views: Vec<(TextView, Vec<Prepared>)> = Vec::new();
+    for (view, patterns) in &view_patterns {
+        let mut prepared_patterns = Vec::new();
+        for (pattern, uses) in patterns {
+            let key = PatternKey::new(
+                db,
+                pattern.clone(),
+                budget.pattern_dfa_bytes,
+                budget.pattern_dfa_bytes,
+                budget.view_dfa_bytes,
+                budget.determinize_bytes,
+                budget.nfa_bytes,
+            );
+            match prepared(db, key) {
+                Ok(p) => {
+                    // The runtime confirms every hit of a widened pattern with its exact regex.
+                    if p.approximate
+                        && let Some(error) = regex_fits(pattern, budget, regexes)
+                    {
+                        fail(&mut failures, uses, &error);
+                    }
+                    prepared_patterns.push(p.clone());
+                }
+                Err(error) => fail(&mut failures, uses, error),
+            }
+        }
+        prepared_views.push((*view, prepared_patterns));
+    }
+    if !failures.is_empty() {
+        return Err(failures);
+    }
+    let mut views = Vec::new();
+    let mut dfas = Vec::new();
+    let mut reports = Vec::new();
+    for ((view, patterns), (_, prepared_patterns)) in view_patterns.iter().zip(&prepared_views) {
+        let mut built = Vec::new();
+        let owners: Vec<String> = patterns
+            .iter()
+            .map(|(_, uses)| {
+                uses.first()
+                    .and_then(|&(i, _)| catalogue.rule(i))
+                    .map(|rule| rule.id.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        for group in groups(prepared_patterns, &owners) {
+            if let Err((member, error)) =
+                partition(db, prepared_patterns, &group, budget, &mut built)
+            {
+                fail(
+                    &mut failures,
+                    patterns.get(member).map_or(&[][..], |(_, uses)| uses),
+                    &error,
+                );
+            }
+        }
+        let mut pattern_entries: Vec<Option<PatternEntry>> = vec![None; prepared_patterns.len()];
+        let mut dfa_entries = Vec::new();
+        for (position, (members, dfa)) in built.iter().enumerate() {
+            dfas.push(dfa.bytes.clone());
+            dfa_entries.push(DfaEntry {
+                section: dfas.len() as u32,
+                pattern_count: members.len() as u32,
+            });
+            for (dfa_pattern, &member) in members.iter().enumerate() {
+                if let (Some(slot), Some(p)) = (
+                    pattern_entries.get_mut(member),
+                    prepared_patterns.get(member),
+                ) {
+                    *slot = Some(PatternEntry {
+                        pattern: p.pattern.clone(),
+                        dfa: position as u32,
+                        dfa_pattern: dfa_pattern as u32,
+                        approximate: p.approximate,
+                        alone_bytes: p.alone_bytes as u64,
+                    });
+                }
+            }
+        }
+        for p in prepared_patterns {
+            reports.push(PatternReport {
+                view: *view,
+                pattern: p.pattern.clone(),
+                alone_bytes: p.alone_bytes,
+                approximate: p.approximate,
+            });
+        }
+        views.push(ViewEntry {
+            view: *view,
+            patterns: pattern_entries.into_iter().flatten().collect(),
+            dfas: dfa_entries,
+        });
+    }
+    if !failures.is_empty() {
+        return Err(failures);
+    }
+    let pattern_index = |view: TextView, pattern: String| -> u32 {
+        pattern_slot.get(&(view, pattern)).copied().unwrap_or(0) as u32
+    };
+    let matcher_entry = |matcher: &TextMatcher| -> MatcherEntry {
+        let kind = match &matcher.kind {
+            MatcherKind::Regex { group_equals, .. } => MatcherKindEntry::Pattern {
+                pattern: pattern_index(matcher.view, dfa_pattern(matcher).unwrap_or_default()),
+                group_equals: *group_equals,
+            },
+            MatcherKind::Contains { .. } => MatcherKindEntry::Pattern {
+                pattern: pattern_index(matcher.view, dfa_pattern(matcher).unwrap_or_default()),
+                group_equals: None,
+            },
+            MatcherKind::Prefix {
+                literal,
+                ignore_case,
+                suffix,
+            } => MatcherKindEntry::Prefix {
+                literal: literal.clone(),
+                ignore_case: *ignore_case,
+                suffix: suffix.map(|(min, max)| (min as u32, max as u32)),
+            },
+            MatcherKind::Whole {
+                literal,
+                ignore_case,
+            } => MatcherKindEntry::Whole {
+                literal: literal.clone(),
+                ignore_case: *ignore_case,
+            },
+        };
+        MatcherEntry {
+            view: matcher.view,
+            kind,
+        }
+    };
+    let code_index: BTreeMap<&str, u32> = catalogue
+        .codes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.as_str(), i as u32))
+        .collect();
+    let mut rules = Vec::new();
+    let mut literal_rules: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for (position, &rule_index) in order.iter().enumerate() {
+        let Some(rule) = catalogue.rule(rule_index) else {
+            continue;
+        };
+        let requirement = if rule.matchers.is_empty() {
+            None
+        } else {
+            rule_requirement(db, rule)
+        };
+        if let Some(requirement) = &requirement {
+            for word in &requirement.words {
+                literal_rules
+                    .entry(word.clone())
+                    .or_default()
+                    .push(position as u32);
+            }
+        }
+        rules.push(RuleEntry {
+            id: rule.id.clone(),
+            doc: rule.doc.clone(),
+            code: code_index.get(rule.code.as_str()).copied().unwrap_or(0),
+            confidence: rule.confidence,
+            scope: rule.scope,
+            tier: rule.tier as u32,
+            guards: rule.guards.clone(),
+            matchers: rule.matchers.iter().map(&matcher_entry).collect(),
+            vetoes: rule.vetoes.iter().map(&matcher_entry).collect(),
+            timing: rule.timing.clone(),
+            excerpt: rule.excerpt.clone(),
+            remediation: rule
+                .remediation
+                .as_ref()
+                .map(|remediation| match remediation {
+                    RemediationSpec::Token(token) => RemediationEntry::Token(token.clone()),
+                    RemediationSpec::Capture {
+                        lowered,
+                        group,
+                        view,
+                        ..
+                    } => RemediationEntry::Capture {
+                        pattern: lowered.clone(),
+                        group: *group,
+                        view: *view,
+                    },
+                }),
+            gated: requirement.is_some(),
+            verified_examples: (rule.examples.len() + rule.counterexamples.len()) as u32,
+        });
+    }
+    let literals = literal_rules
+        .into_iter()
+        .map(|(literal, rules)| LiteralEntry {
+            folds_beyond_ascii: literal.contains(['k', 's']),
+            literal,
+            rules,
+        })
+        .collect();
+    let model = CatalogueModel {
+        redaction_version: REDACTION_VERSION.to_owned(),
+        tiers: catalogue.tiers.clone(),
+        codes: catalogue
+            .codes
+            .iter()
+            .map(|code| CodeEntry {
+                name: code.name.clone(),
+                class: code.class,
+                auto_retryable: code.auto_retryable,
+                fallback_allowed: code.fallback_allowed,
+                user_action: code.user_action,
+                scope: code.scope,
+                remediation: code.remediation.clone(),
+            })
+            .collect(),
+        rules,
+        views,
+        literals,
+    };
+    Ok(Lowered {
+        model,
+        dfas,
+        patterns: reports,
+        included: Vec::new(),
+        order,
+    })
+}
+
+/// Gives a lowering that serves only the analysis (the catalogue has errors) the catch-all it
+/// lacks, so that every evidence classifies: the stand-in, after every rule.
+pub fn ensure_catch_all(catalogue: &Catalogue, lowered: &mut Lowered) {
+    let model = &mut lowered.model;
+    let ends_with_catch_all = model.rules.last().is_some_and(|rule| {
+        rule.guards == crate::ir::Guards::default()
+            && rule.matchers.is_empty()
+            && rule.vetoes.is_empty()
+            && !matches!(rule.remediation, Some(RemediationEntry::Capture { .. }))
+    });
+    if !ends_with_catch_all {
+        model.rules.push(stand_in_catch_all(catalogue));
+    }
+}
+
+/// The id of the catch-all that stands in, in a bundle built only for the analysis, for one
+/// the catalogue lacks or has with errors. Not a valid rule id, so it never clashes.
+pub const STAND_IN_CATCH_ALL: &str = "<no catch-all>";
+
+fn stand_in_catch_all(catalogue: &Catalogue) -> RuleEntry {
+    RuleEntry {
+        id: STAND_IN_CATCH_ALL.to_owned(),
+        doc: String::new(),
+        code: 0,
+        confidence: faultline_runtime::Confidence::Low,
+        scope: catalogue
+            .codes
+            .first()
+            .map_or(faultline_runtime::Scope::Session, |code| code.scope),
+        tier: catalogue.tiers.len().saturating_sub(1) as u32,
+        guards: crate::ir::Guards::default(),
+        matchers: Vec::new(),
+        vetoes: Vec::new(),
+        timing: Vec::new(),
+        excerpt: None,
+        remediation: None,
+        gated: false,
+        verified_examples: 0,
+    }
+}
+
+/// Why the bundle of a lowering could not be written or loaded back. Neither happens for a
+/// catalogue that checked clean (the compiler makes every check the loader makes first); the
+/// compiler reports it as FL0112.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RoundTripError {
+    /// The writer refused the parts.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The loader refused the bytes the writer made.
+    #[error(transparent)]
+    Load(#[from] faultline_runtime::LoadError),
+}
+
+/// Writes the bundle of a lowering and loads it back, as every consumer will: the bundle
+/// the examples and the analysis run against.
+pub(crate) fn write_and_load(
+    catalogue: &Catalogue,
+    lowered: &Lowered,
+    manifest_hash: [u8; 32],
+) -> Result<(Vec<u8>, Bundle), RoundTripError> {
+    let bytes = write_bundle(catalogue, lowered, manifest_hash)?;
+    let bundle = Bundle::from_bytes(&bytes)?;
+    Ok((bytes, bundle))
+}
+
+/// Writes the bundle bytes for a lowered catalogue. The writer stamps the format, its versions
+/// and the content hash; this passes only what the compiler knows.
+fn write_bundle(
+    catalogue: &Catalogue,
+    lowered: &Lowered,
+    manifest_hash: [u8; 32],
+) -> Result<Vec<u8>, WriteError> {
+    faultline_runtime::build::write(&BundleContents {
+        catalogue_name: &catalogue.name,
+        catalogue_version: &catalogue.version,
+        compiler_version: env!("CARGO_PKG_VERSION"),
+        manifest_hash,
+        model: &lowered.model,
+        automata: &lowered.dfas,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{catalogue, loaded, rule};
+
+    #[test]
+    fn a_budget_is_fl0109_and_a_pattern_no_engine_accepts_is_fl0111() {
+        let loaded = loaded(&catalogue(&rule(
+            "test.overloaded.v1",
+            "overloaded",
+            "    match regex r\"over(loaded)\"",
+            "server overloaded",
+        )));
+        let checked = crate::check(&loaded);
+        let rule = checked
+            .catalogue
+            .rules
+            .iter()
+            .find(|rule| rule.id == "test.overloaded.v1")
+            .unwrap();
+        let span = rule.matchers[0].span;
+        let over = too_large(rule, span, &AutomatonError::Dfa { limit: 4096 });
+        assert_eq!(over.code(), Code::AutomatonTooLarge);
+        assert!(over.message().contains("4,096-byte (4 KiB) DFA budget"));
+        // No validated pattern is known to fail but by a budget; the library's refusal has
+        // its own code, on the pattern, with its own help.
+        let refused = too_large(
+            rule,
+            span,
+            &AutomatonError::Other("cannot build DFAs for this".to_owned()),
+        );
+        assert_eq!(refused.code(), Code::PatternNotCompiled);
+        assert_eq!(
+            refused.message(),
+            "a pattern of `test.overloaded.v1` cannot be compiled: cannot build DFAs for this"
+        );
+        let label = refused.primary_label().unwrap();
+        assert_eq!(label.text(), r#"r"over(loaded)""#);
+        assert_ne!(refused.help_text(), over.help_text());
+    }
+}
