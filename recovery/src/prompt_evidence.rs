@@ -169,7 +169,7 @@ impl PromptEvidence {
             registration: Registration::Partial,
             settled: None,
         });
-        if self.register() == Registration::Reused {
+        if self.register(true) == Registration::Reused {
             return Outcome::Poisoned;
         }
         Outcome::AttemptBegan
@@ -214,10 +214,12 @@ impl PromptEvidence {
         carried.then_some(model.model_id.as_str())
     }
 
-    /// Notes the current record's identity once it is complete: new (re-opening a lifecycle
-    /// retired before the attempt began), or reused (poisoned). Also gives a model settled
-    /// before the execution was known the execution it was settled under.
-    fn register(&mut self) -> Registration {
+    /// Notes the current record's identity once it is complete: new, or reused (poisoned).
+    /// A new identity completed by a begin or a bind (`binding`) re-opens a lifecycle retired
+    /// before the attempt began; one completed by adopting an event's claim does not (F.6: the
+    /// attempt must bind its full identity). Also gives a model settled before the execution
+    /// was known the execution it was settled under.
+    fn register(&mut self, binding: bool) -> Registration {
         let Some(attempt) = self.attempt.as_mut() else {
             return Registration::Partial;
         };
@@ -239,7 +241,7 @@ impl PromptEvidence {
         if attempt.generation > *highest {
             *highest = attempt.generation;
             attempt.registration = Registration::New;
-            if attempt.after_retirement {
+            if attempt.after_retirement && binding {
                 self.retired = false;
             }
         } else {
@@ -325,7 +327,7 @@ impl PromptEvidence {
         if attempt.generation == 0 {
             attempt.generation = claim.generation;
         }
-        if self.register() == Registration::Reused {
+        if self.register(true) == Registration::Reused {
             return Outcome::Poisoned;
         }
         Outcome::Bound
@@ -369,7 +371,7 @@ impl PromptEvidence {
             Correlation::Poisoned => return Err(Outcome::Poisoned),
         }
         // An adopted value may have completed the identity.
-        self.register();
+        self.register(false);
         self.attempt.as_mut().ok_or(Outcome::NoRecord)
     }
 
@@ -593,7 +595,7 @@ impl PromptEvidence {
             return None;
         }
         Self::correlate(attempt, claim);
-        self.register();
+        self.register(false);
         Some(settled)
     }
 
@@ -635,7 +637,7 @@ impl PromptEvidence {
             return (safety, recorded, Phase::Streaming, false);
         }
         // An adopted value may have completed the identity (and re-opened the lifecycle).
-        self.register();
+        self.register(false);
         let retired = self.retired;
         let Some(attempt) = self.attempt.as_mut() else {
             return (Safety::NoRecord, None, Phase::Streaming, false);
