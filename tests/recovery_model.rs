@@ -480,7 +480,7 @@ impl View<'_> {
             registered: None,
             bound_new: false,
         };
-        identity.register(&highest, true);
+        identity.register(highest, true);
         let mut correlations = vec![(begin, Corr::Current)];
         for (index, event) in self.history.iter().enumerate().take(end).skip(begin + 1) {
             if matches!(event, Event::PromptBegan { .. }) {
@@ -494,14 +494,14 @@ impl View<'_> {
                     Corr::Poisoned
                 } else {
                     identity.adopt(claim);
-                    identity.register(&highest, true);
+                    identity.register(highest, true);
                     Corr::Current
                 }
             } else {
                 let corr = identity.correlate(claim);
                 if corr == Corr::Current {
                     identity.adopt(claim);
-                    identity.register(&highest, false);
+                    identity.register(highest, false);
                 }
                 corr
             };
