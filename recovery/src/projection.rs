@@ -58,7 +58,7 @@ struct WirePromptError {
 impl PromptError {
     /// Reads a JSON-RPC error object, keeping what may be read of it and dropping every
     /// field that is absent, malformed or unknown (see the type's documentation).
-    pub fn from_json(value: &serde_json::Value) -> PromptError {
+    fn from_json(value: &serde_json::Value) -> PromptError {
         let Some(object) = value.as_object() else {
             return PromptError::default();
         };
