@@ -177,7 +177,8 @@ fn model_id(model: Option<&str>) -> Option<String> {
 }
 
 /// Projects a terminal prompt error with the session's allowlisted metadata. Empty provider
-/// ids are omitted; the model id only when [`model_id`] keeps it.
+/// ids are omitted; the model id only when it is an identifier (1–128 bytes of
+/// `[A-Za-z0-9._:/@+-]`, starting with a letter or digit, nothing the diagnostic tier redacts).
 pub fn project_prompt_error(
     error: &PromptError,
     provider_id: &str,
