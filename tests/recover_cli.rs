@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{faultline, root, stdout};
+use common::{faultline, root, run_with_input, stdout};
 use serde_json::{Value, json};
 
 /// The JSON answers to `examples/recovery/<name>`, indexed by line number (from 1; index 0 is
@@ -245,6 +245,106 @@ fn notices() {
         effects(&a, 27),
         &vec![json!({"effect": "report", "report": "list_failed"})]
     );
+}
+
+/// Issue 17: every path fails closed (one session per item of the issue, and per decision
+/// docs/recovery.md records for what the spec leaves open).
+#[test]
+fn fail_closed() {
+    let a = answers("fail-closed.jsonl");
+    // 1. A settled failure re-delivered after the lifecycle retired is a manual duplicate.
+    assert_eq!(verdict(&a, 2), expect("safe", "automatic"));
+    assert_eq!(verdict(&a, 4), expect("safe", "manual"));
+    assert_eq!(a[4]["outcome"]["duplicate"], true);
+    assert!(a[2]["outcome"].get("duplicate").is_none());
+    // 2. Beginning the same attempt again keeps its fences and the retirement.
+    assert_eq!(outcome(&a, 8), "attempt_repeated");
+    assert_eq!(verdict(&a, 9), expect("lifecycle_retired", "manual"));
+    // 3. Containment reads the whole diagnostic, past 2,048 bytes.
+    assert_eq!(
+        verdict(&a, 12),
+        expect("diagnostic_not_contained", "manual")
+    );
+    // 4. Different URLs are different texts.
+    assert_eq!(
+        verdict(&a, 15),
+        expect("diagnostic_not_contained", "manual")
+    );
+    // 6. A Cursor barrier failure is recoverable on the same provider only.
+    assert_eq!(verdict(&a, 18), expect("safe", "automatic"));
+    assert_eq!(a[18]["outcome"]["same_provider_only"], true);
+    assert_eq!(a[18]["outcome"]["classification"]["fallback_allowed"], true);
+    assert_eq!(a[2]["outcome"]["same_provider_only"], false);
+    // 7. A model id that is not an identifier is dropped; the projection stays.
+    assert!(a[21]["outcome"]["projection"].get("model_id").is_none());
+    assert_eq!(verdict(&a, 21), expect("safe", "automatic"));
+    // 8. A malformed error field is dropped, not the event.
+    assert_eq!(verdict(&a, 23), expect("safe", "automatic"));
+    assert!(a[23]["outcome"]["projection"].get("rpc_code").is_none());
+    // 9. A marked chunk never clears the recorded diagnostic.
+    assert_eq!(outcome(&a, 26), "diagnostic_ignored");
+    assert_eq!(
+        verdict(&a, 27),
+        expect("safe_diagnostic_confirmed", "automatic")
+    );
+    // Silent: whitespace is output, and no sign that Cursor resumed.
+    assert_eq!(verdict(&a, 31), expect("output_observed", "manual"));
+    // Silent: a deadline in any spelling vetoes the Cursor marker.
+    assert_eq!(outcome(&a, 33), "output");
+    assert_eq!(outcome(&a, 34), "completed");
+    // Silent: a diagnostic never explains a barrier failure.
+    assert_eq!(verdict(&a, 39), expect("output_observed", "manual"));
+    // Silent: a stale generation's diagnostic stops automatic recovery.
+    assert_eq!(outcome(&a, 41), "stale_diagnostic");
+    assert_eq!(verdict(&a, 42), expect("stale_diagnostic", "manual"));
+    // Silent: a model belongs to the execution it was settled under.
+    assert!(a[46]["outcome"]["projection"].get("model_id").is_none());
+}
+
+/// Issue 17, item 5: a line that cannot be read is answered with an error that names the
+/// sessions it poisoned, and the replay goes on with those sessions manual; a line whose
+/// session cannot be told poisons every session, later ones included.
+#[test]
+fn an_unreadable_line_poisons_its_session() {
+    let log = [
+        r#"{"session":"s","provider_id":"claude-acp","event":"prompt_began","execution_id":"exec-1","generation":7}"#,
+        r#"{"session":"s","event":"tool_call","execution_id":"exec-1","generation":7,"tool_call_id":"t1"}"#,
+        r#"{"session":"s","event":"prompt_failed","execution_id":"exec-1","generation":7,"error":{"code":-32603,"message":"Internal error: API Error: 529 Overloaded"},"occurred_at":"2026-10-01T08:00:00Z"}"#,
+        r#"{"session":"t","provider_id":"claude-acp","event":"prompt_began","execution_id":"exec-1","generation":7}"#,
+        r#"{"session":"t","event":"prompt_failed","execution_id":"exec-1","generation":7,"error":{"code":-32603,"message":"Internal error: API Error: 529 Overloaded"},"occurred_at":"2026-10-01T08:00:00Z"}"#,
+        r#"{"session":"u","provider_id":"claude-acp","event":"prompt_began","execution_id":"exec-1","generation":7}"#,
+        "not json",
+        r#"{"session":"u","event":"prompt_failed","execution_id":"exec-1","generation":8,"error":{"code":-32603,"message":"Internal error: API Error: 529 Overloaded"},"occurred_at":"2026-10-01T08:00:00Z"}"#,
+        r#"{"session":"v","provider_id":"claude-acp","event":"prompt_began","execution_id":"exec-1","generation":7}"#,
+        r#"{"session":"v","event":"prompt_failed","execution_id":"exec-1","generation":7,"error":{"code":-32603,"message":"Internal error: API Error: 529 Overloaded"},"occurred_at":"2026-10-01T08:00:00Z"}"#,
+    ]
+    .join("\n");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"));
+    command.current_dir(root()).args(["recover", "--json"]);
+    let output = run_with_input(command, log.into_bytes());
+    assert_eq!(output.status.code(), Some(1), "a line could not be read");
+    let answers: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 10, "one answer per line");
+    let a: Vec<Value> = std::iter::once(Value::Null).chain(answers).collect();
+    // The rejected tool call poisons its session: the failure that follows is manual.
+    assert_eq!(a[2]["error"]["field"], "tool_call_id");
+    assert_eq!(
+        a[2]["poisoned"],
+        json!({"sessions": ["s"], "later_sessions": false})
+    );
+    assert_eq!(verdict(&a, 3), expect("session_poisoned", "manual"));
+    // Another session is untouched.
+    assert_eq!(verdict(&a, 5), expect("safe", "automatic"));
+    // A line that names no session poisons them all, and every later one.
+    assert_eq!(
+        a[7]["poisoned"],
+        json!({"sessions": ["s", "t", "u"], "later_sessions": true})
+    );
+    assert_eq!(verdict(&a, 8), expect("session_poisoned", "manual"));
+    assert_eq!(verdict(&a, 10), expect("session_poisoned", "manual"));
 }
 
 #[test]

@@ -8,8 +8,15 @@
 //! everything since the last `PromptBegan`, each of its events is correlated by replaying the
 //! identity rules, and the fences, the diagnostic record and Cursor's pending marker are read
 //! off the correlated events directly. Classification-dependent facts (the classifier itself,
-//! the normalization, the projection, the Cursor chunk grammar) reuse the runtime's public
-//! helpers; the point is to cross-check the state machine, not the classifier.
+//! the projection, the Cursor chunk grammar) reuse the runtime's public helpers; the point is
+//! to cross-check the state machine, not the classifier. The containment rule (AC .23: trim,
+//! collapse whitespace, case-sensitive, whole) is the model's own.
+//!
+//! Beside the agreement, two properties are checked over every random sequence, each against
+//! the model's notion of the attempt and of its settlement, never the engine's (issue 17): no
+//! verdict is automatic unless the gate's documented conditions hold for that attempt
+//! (`check_automatic_only_when_the_gate_holds`), and after a retirement nothing is automatic
+//! until a new attempt binds in full (`check_nothing_automatic_after_retirement`).
 
 #![allow(
     clippy::unwrap_used,
@@ -30,8 +37,8 @@ use faultline_acp::dialect::recovery_profile;
 use faultline_recovery::cursor::{self, RetriableChunk};
 use faultline_recovery::projection::{PromptError, ProviderProjection, project_prompt_error};
 use faultline_recovery::prompt::{
-    Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict,
-    normalize_provider_diagnostic as normalize, provider_diagnostic_candidate,
+    Claim, Disposition, LifecycleSnapshot, MAX_PROVIDER_DIAGNOSTIC_BYTES, Outcome, Role, Safety,
+    Verdict, provider_diagnostic_candidate,
 };
 use faultline_recovery::response_attempt::ToolScope;
 use faultline_recovery::{Effect, Recovery, RecoveryEvent as Event};
@@ -80,6 +87,15 @@ const CHUNK_TEXTS: &[&str] = &[
     "Error: RetriableError: context deadline exceeded",
     "Error: RetriableError:",
     "I saw Error: RetriableError: Connection stalled",
+    // Issue 17: whitespace is output; every deadline, cancellation and escalation vetoes;
+    // texts that differ only where redaction would hide it.
+    "\n",
+    "\u{a0}\u{3000}",
+    "Error: RetriableError: deadline exceeded",
+    "Error: RetriableError: context cancelled",
+    "Error: RetriableError: retry escalated",
+    "API Error: 500 Internal Server Error see https://attacker.example/phish",
+    "Error: RetriableError: Connection stalled",
 ];
 
 /// Terminal messages: matching, containing, diverging, unclassified, empty.
@@ -95,12 +111,20 @@ const TERMINAL_TEXTS: &[&str] = &[
     "Internal error",
     "rate limit exceeded",
     "Error: RetriableError: Connection stalled",
+    "Error: RetriableError: [unavailable] PING timed out",
+    "Internal error: API Error: 500 Internal Server Error see https://status.example/x1",
     "",
 ];
 
 const EXECUTIONS: &[Option<&str>] = &[None, Some("exec-1"), Some("exec-2")];
 const GENERATIONS: &[u64] = &[0, 1, 2, 7];
-const MODELS: &[&str] = &["claude-sonnet-4", "gpt-5", ""];
+const MODELS: &[&str] = &[
+    "claude-sonnet-4",
+    "gpt-5",
+    "",
+    "https://attacker.example/m",
+    "claude\nsonnet",
+];
 const OCCURRED_AT: &[&str] = &["2026-10-01T08:00:00Z", "2026-10-03T23:59:59Z"];
 
 /// A `session/prompt` error as the agent's JSON-RPC error object carries it, read the way the
@@ -134,7 +158,6 @@ thread_local! {
     static CLASSIFIED: RefCell<ClassificationCache> =
         RefCell::new(HashMap::new());
     static MARKED: RefCell<HashMap<(String, u8, String), bool>> = RefCell::new(HashMap::new());
-    static NORMALIZED: RefCell<HashMap<String, String>> = RefCell::new(HashMap::new());
 }
 
 /// Classifies `text` as standard error for `provider` in `phase`, with the clock at `at`.
@@ -178,10 +201,11 @@ fn eligible(classification: &Classification) -> bool {
 
 /// Whether the code's policy allows recovering at all (retry or fallback) once the boundary is
 /// safe; a low-confidence or unclassified result never does (§F, §G.4).
-fn policy_recovers(classification: &Classification) -> bool {
+fn policy_recovers(classification: &Classification, same_provider_only: bool) -> bool {
     classification.confidence != Confidence::Low
         && classification.class != Class::Unclassified
-        && (classification.auto_retryable || classification.fallback_allowed)
+        && (classification.auto_retryable
+            || (classification.fallback_allowed && !same_provider_only))
 }
 
 fn marked(provider: &str, role: Role, text: &str) -> bool {
@@ -197,19 +221,6 @@ fn marked(provider: &str, role: Role, text: &str) -> bool {
     let decided = provider_diagnostic_candidate(&BUNDLE, provider, role, text);
     MARKED.with(|cache| cache.borrow_mut().insert(key, decided));
     decided
-}
-
-fn norm(text: &str) -> String {
-    if let Some(found) = NORMALIZED.with(|cache| cache.borrow().get(text).cloned()) {
-        return found;
-    }
-    let normalized = normalize(text);
-    NORMALIZED.with(|cache| {
-        cache
-            .borrow_mut()
-            .insert(text.to_owned(), normalized.clone())
-    });
-    normalized
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,18 +266,52 @@ fn claim_of(event: &Event) -> Option<&Claim> {
         | Event::ToolUpdate { claim }
         | Event::PromptReturned { claim, .. }
         | Event::PromptFailed { claim, .. } => Some(claim),
-        Event::ModelSettled { .. } | Event::LifecycleRetired => None,
+        Event::ModelSettled { .. } | Event::LifecycleRetired | Event::EventUnreadable => None,
         other => panic!("the model covers the prompt-attempt evidence only, not {other:?}"),
     }
 }
 
 /// §D.3: the orchestrator observes only non-empty assistant and reasoning chunks; a user
-/// echo or an empty chunk never reaches the record (nor its correlation).
+/// echo or an empty chunk never reaches the record (nor its correlation). Whitespace is not
+/// empty (docs/recovery.md, "Decisions where the spec is silent").
 fn reaches_record(event: &Event) -> bool {
     match event {
-        Event::Chunk { role, text, .. } => *role != Role::User && !text.trim().is_empty(),
+        Event::Chunk { role, text, .. } => *role != Role::User && !text.is_empty(),
         _ => true,
     }
+}
+
+/// Whether a chunk is a marked assistant chunk (a provider-diagnostic candidate).
+fn marked_assistant(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::Chunk {
+            role: Role::Assistant,
+            provider_diagnostic_candidate: true,
+            ..
+        }
+    )
+}
+
+/// AC .23: trim, collapse every whitespace run to one space, nothing else.
+fn normalize_spec(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// AC .23: the whole normalized diagnostic inside the normalized raw terminal message; an
+/// empty one never, nor one past the engine's documented bound.
+fn contained(diagnostic: &str, terminal: &str) -> bool {
+    let diagnostic = normalize_spec(diagnostic);
+    !diagnostic.is_empty()
+        && diagnostic.len() <= MAX_PROVIDER_DIAGNOSTIC_BYTES
+        && normalize_spec(terminal).contains(&diagnostic)
 }
 
 fn is_terminal(event: &Event) -> bool {
@@ -282,8 +327,11 @@ struct Identity {
     execution: Option<String>,
     generation: u64,
     poisoned: bool,
-    /// Whether the `PromptBegan` or a successful `PromptBound` left the identity complete.
-    bound: bool,
+    /// Once the identity became complete: whether no earlier record had held it (new).
+    registered: Option<bool>,
+    /// Whether it became complete, and new, at the begin or at a bind (what re-opens a
+    /// lifecycle retired before the attempt began; an adopted value does not).
+    bound_new: bool,
 }
 
 impl Identity {
@@ -335,6 +383,23 @@ impl Identity {
             self.generation = claim.generation;
         }
     }
+
+    /// Once complete, the identity is new unless an earlier record held the same execution at
+    /// this or a later generation; a reused identity's record is poisoned (its evidence is
+    /// gone). `binding`: completed by the begin or a bind.
+    fn register(&mut self, highest: &HashMap<String, u64>, binding: bool) {
+        if self.registered.is_some() || !self.complete() {
+            return;
+        }
+        let execution = self.execution.as_deref().unwrap();
+        let new = self.generation > highest.get(execution).copied().unwrap_or(0);
+        self.registered = Some(new);
+        if new {
+            self.bound_new = binding;
+        } else {
+            self.poisoned = true;
+        }
+    }
 }
 
 /// The model: the provider and the whole history of events and of the outcomes it gave.
@@ -342,6 +407,9 @@ struct Model {
     provider: String,
     events: Vec<Event>,
     outcomes: Vec<Outcome>,
+    /// The indices of the begins that started a record (every begin but a repeat of the
+    /// current record's full identity), kept as the history grows.
+    begins: Vec<usize>,
 }
 
 /// Everything the model reads off the history before one event.
@@ -350,32 +418,73 @@ struct View<'h> {
     provider: &'h str,
     history: &'h [Event],
     outcomes: &'h [Outcome],
+    begins: &'h [usize],
 }
 
 impl View<'_> {
     fn last_begin(&self) -> Option<usize> {
-        self.history
+        self.begins.last().copied()
+    }
+
+    /// The end of the span of the record begun at `begin`: the next record's begin.
+    fn span_end(&self, begin: usize) -> usize {
+        self.begins
             .iter()
-            .rposition(|e| matches!(e, Event::PromptBegan { .. }))
+            .copied()
+            .find(|&later| later > begin)
+            .unwrap_or(self.history.len())
+    }
+
+    /// Per execution, the highest generation a record begun before `begin` held in full.
+    fn highest_before(&self, begin: usize) -> HashMap<String, u64> {
+        let mut highest: HashMap<String, u64> = HashMap::new();
+        for &earlier in self.begins.iter().take_while(|&&earlier| earlier < begin) {
+            let (identity, _) = self.replay_with(earlier, self.span_end(earlier), None);
+            if let (Some(execution), true) = (identity.execution.clone(), identity.complete()) {
+                let entry = highest.entry(execution).or_insert(0);
+                *entry = (*entry).max(identity.generation);
+            }
+        }
+        highest
     }
 
     /// The current attempt's identity after replaying its events, and each event's
     /// correlation (index, correlation) — binds and begins included.
     fn replay(&self, begin: usize) -> (Identity, Vec<(usize, Corr)>) {
+        self.replay_until(begin, self.history.len())
+    }
+
+    /// The record begun at `begin`, replayed over the events before `end` (repeated begins
+    /// change nothing).
+    fn replay_until(&self, begin: usize, end: usize) -> (Identity, Vec<(usize, Corr)>) {
+        let highest = self.highest_before(begin);
+        self.replay_with(begin, end, Some(&highest))
+    }
+
+    /// [`View::replay_until`], registering the identity against `highest` (`None`: the
+    /// identity's values only).
+    fn replay_with(
+        &self,
+        begin: usize,
+        end: usize,
+        highest: Option<&HashMap<String, u64>>,
+    ) -> (Identity, Vec<(usize, Corr)>) {
+        let none = HashMap::new();
+        let highest = highest.unwrap_or(&none);
         let begun = claim_of(&self.history[begin]).unwrap();
         let mut identity = Identity {
             execution: begun.execution_id.clone(),
             generation: begun.generation,
             poisoned: false,
-            bound: false,
+            registered: None,
+            bound_new: false,
         };
-        identity.bound = identity.complete();
+        identity.register(highest, true);
         let mut correlations = vec![(begin, Corr::Current)];
-        let end = self.history[begin + 1..]
-            .iter()
-            .position(|e| matches!(e, Event::PromptBegan { .. }))
-            .map_or(self.history.len(), |at| begin + 1 + at);
         for (index, event) in self.history.iter().enumerate().take(end).skip(begin + 1) {
+            if matches!(event, Event::PromptBegan { .. }) {
+                continue;
+            }
             let Some(claim) = claim_of(event).filter(|_| reaches_record(event)) else {
                 continue;
             };
@@ -384,13 +493,14 @@ impl View<'_> {
                     Corr::Poisoned
                 } else {
                     identity.adopt(claim);
-                    identity.bound |= identity.complete();
+                    identity.register(highest, true);
                     Corr::Current
                 }
             } else {
                 let corr = identity.correlate(claim);
                 if corr == Corr::Current {
                     identity.adopt(claim);
+                    identity.register(highest, false);
                 }
                 corr
             };
@@ -402,8 +512,15 @@ impl View<'_> {
         (identity, correlations)
     }
 
+    /// Whether an event of the session could not be read.
+    fn session_poisoned(&self) -> bool {
+        self.history
+            .iter()
+            .any(|e| matches!(e, Event::EventUnreadable))
+    }
+
     /// Whether the retry lifecycle reads as retired: retired, and no attempt begun since has
-    /// bound its full identity.
+    /// bound its full identity — a new one — at its begin or a bind.
     fn retired(&self) -> bool {
         let Some(retired_at) = self
             .history
@@ -413,24 +530,75 @@ impl View<'_> {
             return false;
         };
         // Only a *new* attempt re-opens it (the `Event::LifecycleRetired` docs: "until a new
-        // attempt binds its full identity"; §A.5): every attempt begun since the retirement,
-        // each replayed over its own events — did any bind its full identity?
+        // attempt binds its full identity"; §A.5, §F.6; issue 17 item 2): a record begun since
+        // the retirement whose identity no earlier record held, bound in full.
         let re_opened = self
-            .history
+            .begins
             .iter()
-            .enumerate()
-            .skip(retired_at + 1)
-            .filter(|(_, e)| matches!(e, Event::PromptBegan { .. }))
-            .any(|(begin, _)| self.replay(begin).0.bound);
+            .filter(|&&begin| begin > retired_at)
+            .any(|&begin| self.replay(begin).0.bound_new);
         !re_opened
     }
 
-    /// The last non-empty settled model id (§D.8).
-    fn settled_model(&self) -> Option<&str> {
-        self.history.iter().rev().find_map(|e| match e {
-            Event::ModelSettled { model_id } if !model_id.is_empty() => Some(model_id.as_str()),
-            _ => None,
-        })
+    /// The execution of the record current just before `index`.
+    fn record_execution_at(&self, index: usize) -> Option<String> {
+        let begin = self.begins.iter().copied().rfind(|&begin| begin < index)?;
+        self.replay_with(begin, index, None).0.execution
+    }
+
+    /// The model a projection for a failure claiming `claim` carries (§D.8; docs/recovery.md,
+    /// "A settled model belongs to its execution"): the last non-empty settled model, if it was
+    /// settled under the failing attempt's execution and no begin of another execution (or of
+    /// an unknown one) came after it.
+    fn settled_model(&self, claim: &Claim) -> Option<String> {
+        let begins = self.begins;
+        // (execution settled under, model id), walked forward.
+        let mut model: Option<(Option<String>, String)> = None;
+        for (index, event) in self.history.iter().enumerate() {
+            match event {
+                Event::ModelSettled {
+                    model_id,
+                    execution_id,
+                } if !model_id.is_empty() => {
+                    let execution = execution_id
+                        .clone()
+                        .or_else(|| self.record_execution_at(index));
+                    model = Some((execution, model_id.clone()));
+                }
+                Event::PromptBegan { claim } if begins.contains(&index) => {
+                    // A model settled before its record's execution was known belongs to
+                    // that execution once the record learned it.
+                    if let Some((execution @ None, _)) = model.as_mut() {
+                        *execution = self.record_execution_at(index);
+                    }
+                    if model.as_ref().is_some_and(|(execution, _)| {
+                        execution.is_none() || *execution != claim.execution_id
+                    }) {
+                        model = None;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (settled_under, model_id) = model?;
+        let record = self
+            .last_begin()
+            .and_then(|begin| self.replay(begin).0.execution);
+        if let (Some(record), Some(claimed)) = (&record, &claim.execution_id)
+            && record != claimed
+        {
+            return None;
+        }
+        // A model that survived every begin without an execution was settled under the
+        // current record: it takes the record's execution once that is known.
+        let settled_under = settled_under.or_else(|| record.clone());
+        let failing = record.clone().or_else(|| claim.execution_id.clone());
+        let carried = match (&settled_under, &failing) {
+            (None, _) => record.is_none(),
+            (Some(settled), Some(failing)) => settled == failing,
+            (Some(_), None) => false,
+        };
+        carried.then_some(model_id)
     }
 
     /// What a correlated event contributes, read directly from its fields.
@@ -444,7 +612,7 @@ impl View<'_> {
                 text,
                 provider_diagnostic_candidate,
             } => {
-                if *role == Role::User || text.trim().is_empty() {
+                if *role == Role::User || text.is_empty() {
                     return Kind::Nothing;
                 }
                 // §D.5: Cursor's observer runs first, on a current assistant chunk of the
@@ -457,13 +625,13 @@ impl View<'_> {
                     return Kind::CursorMarker { observed };
                 }
                 if *role == Role::Assistant && *provider_diagnostic_candidate {
-                    // §D.3 observeProviderDiagnostic step 1.
+                    // §D.3 observeProviderDiagnostic step 1: its code (AC .21: it never
+                    // clears a recorded diagnostic, whatever the code).
                     let classification = classify(self.provider, text);
-                    let normalized = norm(text);
-                    if eligible(&classification) && !normalized.is_empty() {
+                    if eligible(&classification) && !normalize_spec(text).is_empty() {
                         Kind::Diagnostic {
                             code: classification.code,
-                            text: normalized,
+                            text: text.clone(),
                         }
                     } else {
                         Kind::Demoted
@@ -480,11 +648,10 @@ impl View<'_> {
             } => match &snapshot.provider_diagnostic_text {
                 Some(text) => {
                     let classification = classify(self.provider, text);
-                    let normalized = norm(text);
-                    if eligible(&classification) && !normalized.is_empty() {
+                    if eligible(&classification) && !normalize_spec(text).is_empty() {
                         Kind::Diagnostic {
                             code: classification.code,
-                            text: normalized,
+                            text: text.clone(),
                         }
                     } else {
                         Kind::LifecycleOutput
@@ -539,7 +706,8 @@ impl View<'_> {
     }
 
     /// The recorded diagnostic (§D.3, §D.2): the first marked eligible chunk that no output,
-    /// diagnostic or tool preceded, unless ordinary output came after it.
+    /// diagnostic or tool preceded, unless ordinary output came after it (a marked chunk never
+    /// clears it, AC .21).
     fn recorded(evidence: &[(usize, Kind)]) -> Option<(String, String)> {
         let first = evidence.iter().position(|(_, k)| {
             matches!(
@@ -556,7 +724,7 @@ impl View<'_> {
         };
         let cleared = evidence[first + 1..]
             .iter()
-            .any(|(_, k)| matches!(k, Kind::Output | Kind::Demoted));
+            .any(|(_, k)| matches!(k, Kind::Output));
         (!cleared).then(|| (code.clone(), text.clone()))
     }
 
@@ -584,11 +752,13 @@ impl View<'_> {
     /// Whether an event supersedes a pending Cursor marker (§D.5 "Supersession and re-arm"):
     /// a non-empty assistant or thought chunk, or a new tool call; not a tool update, nor a
     /// partial utility result (neither is on §D.5's list).
+    /// Whitespace is output but no sign that Cursor resumed (docs/recovery.md).
     fn supersedes(event: &Event, kind: &Kind) -> bool {
         match event {
             Event::ToolCall { .. } => true,
-            Event::Chunk { .. } => {
-                matches!(kind, Kind::Output | Kind::Demoted | Kind::Diagnostic { .. })
+            Event::Chunk { text, .. } => {
+                !text.trim().is_empty()
+                    && matches!(kind, Kind::Output | Kind::Demoted | Kind::Diagnostic { .. })
             }
             _ => false,
         }
@@ -626,26 +796,37 @@ impl View<'_> {
             .map(|(index, _)| self.outcomes[*index].clone())
     }
 
-    /// The verdict on a terminal failure whose projection is given (§D.1, §D.4, §A.5, §A.6).
+    /// The verdict on a terminal failure whose projection is given (§D.1, §D.4, §A.5, §A.6);
+    /// `raw` is the terminal's text before projection, `structured` whether it is a
+    /// `session/prompt` error (not Cursor's barrier failure).
     fn verdict(
         &self,
         claim: &Claim,
         projection: ProviderProjection,
+        failure: (&str, bool),
         lifecycle: Option<&LifecycleSnapshot>,
         occurred_at: &str,
     ) -> Verdict {
+        let (raw, structured) = failure;
         let terminal = classify(self.provider, projection.message());
         let mut recorded_provider_diagnostic = None;
         let safety = 'safety: {
+            // An unreadable event outranks everything: nothing of the session is known.
+            let poisoned = self.session_poisoned();
             // "No attempt was ever begun" outranks a retired lifecycle: the reference's
             // flag order (§A.5) gives no reason, the `Safety` docs do.
             let Some(begin) = self.last_begin() else {
-                break 'safety Safety::NoRecord;
+                break 'safety if poisoned {
+                    Safety::SessionPoisoned
+                } else {
+                    Safety::NoRecord
+                };
             };
             let (mut identity, mut correlations) = self.replay(begin);
             let corr = identity.correlate(claim);
             if corr == Corr::Current {
                 identity.adopt(claim);
+                identity.register(&self.highest_before(begin), false);
             }
             correlations.push((self.history.len(), corr));
             let evidence = self.evidence(&correlations[..correlations.len() - 1]);
@@ -660,8 +841,7 @@ impl View<'_> {
             let current_snapshot = lifecycle.filter(|_| corr == Corr::Current);
             if let Some(text) = current_snapshot.and_then(|l| l.provider_diagnostic_text.as_ref()) {
                 let classification = classify(self.provider, text);
-                let normalized = norm(text);
-                if !eligible(&classification) || normalized.is_empty() {
+                if !eligible(&classification) || normalize_spec(text).is_empty() {
                     // Ordinary output closes the output fence (§D.2, §G.4 fail closed), also
                     // when the stream already recorded a diagnostic. It does not clear that
                     // diagnostic as a streamed output chunk would (§D.2): that changes only
@@ -669,13 +849,16 @@ impl View<'_> {
                     lifecycle_output = true;
                 } else if !output && !effect && diagnostic.is_none() {
                     output = true;
-                    diagnostic = Some((classification.code, normalized));
+                    diagnostic = Some((classification.code, text.clone()));
                 }
             }
             // The verdict reports the record's diagnostic (the `Verdict::recorded_provider_diagnostic`
             // docs: "if one was recorded and not cleared"), whichever attempt the failure
             // claims; a stale failure's own snapshot never reaches it (above).
             recorded_provider_diagnostic = diagnostic.as_ref().map(|(code, _)| code.clone());
+            if poisoned {
+                break 'safety Safety::SessionPoisoned;
+            }
             if self.retired() {
                 break 'safety Safety::LifecycleRetired;
             }
@@ -705,7 +888,19 @@ impl View<'_> {
             if effect {
                 break 'safety Safety::EffectObserved;
             }
+            // AC .16: a diagnostic of a stale generation stops automatic recovery.
+            let stale_diagnostic =
+                correlations[..correlations.len() - 1]
+                    .iter()
+                    .any(|&(index, corr)| {
+                        corr == Corr::Stale && marked_assistant(&self.history[index])
+                    });
+            if stale_diagnostic {
+                break 'safety Safety::StaleProviderDiagnostic;
+            }
             match diagnostic {
+                // AC .16's exemption needs a structured prompt error.
+                Some(_) if !structured => Safety::OutputObserved,
                 Some((code, text)) => {
                     if !(eligible(&terminal) && terminal.code == code) {
                         Safety::ProviderDiagnosticCodeDiffers {
@@ -718,7 +913,7 @@ impl View<'_> {
                                 "no high-confidence, fallback-eligible code".to_owned()
                             },
                         }
-                    } else if !norm(projection.message()).contains(&text) {
+                    } else if !contained(&text, raw) {
                         Safety::ProviderDiagnosticNotContained { code }
                     } else {
                         Safety::SafeProviderDiagnosticConfirmed { code }
@@ -735,26 +930,59 @@ impl View<'_> {
             _ => Phase::Streaming,
         };
         let classification = classify_in(phase, self.provider, projection.message(), occurred_at);
-        let disposition = if safety.is_safe() && policy_recovers(&classification) {
-            Disposition::Automatic
-        } else {
-            Disposition::Manual
-        };
+        // AC .15: Cursor's RetriableError retains the selected provider.
+        let same_provider_only = self.provider == CURSOR
+            && (!structured || cursor::retriable_chunk(raw) != RetriableChunk::Ordinary);
+        let disposition =
+            if safety.is_safe() && policy_recovers(&classification, same_provider_only) {
+                Disposition::Automatic
+            } else {
+                Disposition::Manual
+            };
         Verdict {
             projection,
             classification,
             recorded_provider_diagnostic,
             safety,
             disposition,
+            same_provider_only,
+            duplicate: false,
         }
     }
 
     /// The outcome of `event`, given everything before it.
     fn outcome(&self, event: &Event) -> Outcome {
         match event {
-            Event::PromptBegan { .. } => return Outcome::AttemptBegan,
+            Event::PromptBegan { claim } => {
+                if let Some(&current) = self.begins.last()
+                    && claim.execution_id.is_some()
+                    && claim.generation != 0
+                {
+                    let (identity, _) = self.replay(current);
+                    if identity.execution == claim.execution_id
+                        && identity.generation == claim.generation
+                    {
+                        return Outcome::AttemptRepeated;
+                    }
+                }
+                // A new record: poisoned when its full identity is an earlier record's.
+                let mut identity = Identity {
+                    execution: claim.execution_id.clone(),
+                    generation: claim.generation,
+                    poisoned: false,
+                    registered: None,
+                    bound_new: false,
+                };
+                identity.register(&self.highest_before(self.history.len()), true);
+                return if identity.registered == Some(false) {
+                    Outcome::Poisoned
+                } else {
+                    Outcome::AttemptBegan
+                };
+            }
             Event::ModelSettled { .. } => return Outcome::ModelSettled,
             Event::LifecycleRetired => return Outcome::Retired,
+            Event::EventUnreadable => return Outcome::SessionPoisoned,
             Event::PromptFailed {
                 claim,
                 error,
@@ -766,13 +994,15 @@ impl View<'_> {
                     if identity.correlate(claim) == Corr::Current
                         && let Some(stored) = self.settled(&correlations)
                     {
-                        return stored;
+                        return duplicate(stored);
                     }
                 }
-                let projection = project_prompt_error(error, self.provider, self.settled_model());
+                let model = self.settled_model(claim);
+                let projection = project_prompt_error(error, self.provider, model.as_deref());
                 return Outcome::Failed(Box::new(self.verdict(
                     claim,
                     projection,
+                    (&error.message, true),
                     lifecycle.as_ref(),
                     occurred_at,
                 )));
@@ -786,13 +1016,21 @@ impl View<'_> {
         let claim = claim_of(event).unwrap();
         let (identity, correlations) = self.replay(begin);
         if let Event::PromptBound { claim } = event {
-            return if identity.bind_conflicts(claim) {
+            if identity.bind_conflicts(claim) {
+                return Outcome::Poisoned;
+            }
+            let mut bound = identity.clone();
+            bound.adopt(claim);
+            bound.register(&self.highest_before(begin), true);
+            return if bound.registered == Some(false) {
                 Outcome::Poisoned
             } else {
                 Outcome::Bound
             };
         }
         match identity.correlate(claim) {
+            // AC .16: a stale generation's diagnostic is ignored, but said so.
+            Corr::Stale if marked_assistant(event) => return Outcome::StaleProviderDiagnostic,
             Corr::Stale => return Outcome::Stale,
             Corr::Poisoned => return Outcome::Poisoned,
             Corr::Current => {}
@@ -800,26 +1038,47 @@ impl View<'_> {
         let evidence = self.evidence(&correlations);
         if let Event::PromptReturned { occurred_at, .. } = event {
             if let Some(stored) = self.settled(&correlations) {
-                return stored;
+                return duplicate(stored);
             }
             return match self.cursor_pending(&evidence) {
                 Some(observed) => {
                     // §D.5: one structured failure; the Cursor path carries no metadata
                     // beyond its own source and provider (§D.8 "return earlier").
                     let projection = ProviderProjection::cursor_retriable(&observed, CURSOR);
-                    Outcome::Failed(Box::new(self.verdict(claim, projection, None, occurred_at)))
+                    Outcome::Failed(Box::new(self.verdict(
+                        claim,
+                        projection,
+                        (&observed, false),
+                        None,
+                        occurred_at,
+                    )))
                 }
                 None => Outcome::Completed,
             };
         }
         // The event with the adopted identity counts as the attempt's.
         let kind = self.kind(event);
-        // A marked chunk reports what became of the diagnostic, even when it also supersedes.
+        // A marked chunk first: nothing recorded, no output, no tool (§D.3 steps 3, 4).
+        let blocked = evidence.iter().any(|(_, k)| {
+            matches!(
+                k,
+                Kind::Output
+                    | Kind::Demoted
+                    | Kind::Effect
+                    | Kind::Diagnostic { .. }
+                    | Kind::LifecycleOutput
+            )
+        });
+        // A chunk reports that it superseded Cursor's marker, unless it was a marked chunk
+        // that reports what became of it (recorded, or ignored).
         if self.cursor_pending(&evidence).is_some()
             && View::supersedes(event, &kind)
-            && !matches!(kind, Kind::Diagnostic { .. })
-            // A superseding tool call still reports its effect.
             && matches!(event, Event::Chunk { .. })
+            && match kind {
+                Kind::Output => true,
+                Kind::Demoted => !blocked,
+                _ => false,
+            }
         {
             return Outcome::CursorMarkerSuperseded;
         }
@@ -829,27 +1088,27 @@ impl View<'_> {
                 cleared_diagnostic: diagnostic_before,
             },
             Kind::Effect => Outcome::Effect,
-            Kind::Demoted => Outcome::ProviderDiagnosticDemoted,
-            Kind::Diagnostic { code, .. } => {
-                let blocked = evidence.iter().any(|(_, k)| {
-                    matches!(
-                        k,
-                        Kind::Output
-                            | Kind::Demoted
-                            | Kind::Effect
-                            | Kind::Diagnostic { .. }
-                            | Kind::LifecycleOutput
-                    )
-                });
-                if blocked {
-                    Outcome::ProviderDiagnosticIgnored
-                } else {
-                    Outcome::ProviderDiagnosticRecorded { code }
-                }
+            Kind::Demoted | Kind::Diagnostic { .. } if blocked => {
+                Outcome::ProviderDiagnosticIgnored
             }
+            Kind::Demoted => Outcome::ProviderDiagnosticDemoted,
+            Kind::Diagnostic { code, .. } => Outcome::ProviderDiagnosticRecorded { code },
             Kind::CursorMarker { .. } => Outcome::CursorMarkerPending,
             Kind::Nothing | Kind::None | Kind::LifecycleOutput => Outcome::Nothing,
         }
+    }
+}
+
+/// A re-delivered terminal of a settled attempt (issue 17, item 1): the settled verdict,
+/// marked a duplicate, manual; a completion stays one.
+fn duplicate(settled: Outcome) -> Outcome {
+    match settled {
+        Outcome::Failed(verdict) => Outcome::Failed(Box::new(Verdict {
+            duplicate: true,
+            disposition: Disposition::Manual,
+            ..*verdict
+        })),
+        other => other,
     }
 }
 
@@ -859,16 +1118,24 @@ impl Model {
             provider: provider.to_owned(),
             events: Vec::new(),
             outcomes: Vec::new(),
+            begins: Vec::new(),
+        }
+    }
+
+    fn view(&self) -> View<'_> {
+        View {
+            provider: &self.provider,
+            history: &self.events,
+            outcomes: &self.outcomes,
+            begins: &self.begins,
         }
     }
 
     fn apply(&mut self, event: &Event) -> Outcome {
-        let outcome = View {
-            provider: &self.provider,
-            history: &self.events,
-            outcomes: &self.outcomes,
+        let outcome = self.view().outcome(event);
+        if matches!(event, Event::PromptBegan { .. }) && outcome != Outcome::AttemptRepeated {
+            self.begins.push(self.events.len());
         }
-        .outcome(event);
         self.events.push(event.clone());
         self.outcomes.push(outcome.clone());
         outcome
@@ -896,7 +1163,7 @@ enum Marker {
 enum Spec {
     Began(usize, usize),
     Bound(ClaimSpec),
-    Model(usize),
+    Model(usize, Option<usize>),
     Chunk(ClaimSpec, Role, usize, Marker),
     Partial(ClaimSpec),
     Tool(ClaimSpec),
@@ -911,6 +1178,7 @@ enum Spec {
         lifecycle: Option<(bool, bool, bool, Option<usize>)>,
     },
     Retired,
+    Unreadable,
 }
 
 fn claim_spec() -> impl Strategy<Value = ClaimSpec> {
@@ -963,7 +1231,8 @@ fn spec() -> impl Strategy<Value = Spec> {
     prop_oneof![
         3 => began,
         1 => claim_spec().prop_map(Spec::Bound),
-        1 => (0..MODELS.len()).prop_map(Spec::Model),
+        1 => (0..MODELS.len(), prop::option::of(1..EXECUTIONS.len()))
+            .prop_map(|(m, e)| Spec::Model(m, e)),
         10 => (claim_spec(), role(), 0..CHUNK_TEXTS.len(), marker)
             .prop_map(|(c, r, t, m)| Spec::Chunk(c, r, t, m)),
         1 => claim_spec().prop_map(Spec::Partial),
@@ -1022,8 +1291,9 @@ fn materialize(provider: &str, specs: &[Spec]) -> Vec<Event> {
                 }
                 Event::PromptBound { claim }
             }
-            Spec::Model(m) => Event::ModelSettled {
+            Spec::Model(m, e) => Event::ModelSettled {
                 model_id: MODELS[*m].to_owned(),
+                execution_id: e.and_then(|e| EXECUTIONS[e]).map(str::to_owned),
             },
             Spec::Chunk(claim, role, text, marker) => {
                 let text = CHUNK_TEXTS[*text];
@@ -1070,6 +1340,7 @@ fn materialize(provider: &str, specs: &[Spec]) -> Vec<Event> {
                 }),
             },
             Spec::Retired => Event::LifecycleRetired,
+            Spec::Unreadable => Event::EventUnreadable,
         })
         .collect()
 }
@@ -1078,8 +1349,14 @@ fn session() -> impl Strategy<Value = (String, Vec<Event>)> {
     (
         prop::sample::select(PROVIDERS),
         prop::collection::vec(spec(), 1..50),
+        // Now and then an event that could not be read (issue 17, item 5), somewhere.
+        prop::option::weighted(0.1, any::<prop::sample::Index>()),
     )
-        .prop_map(|(provider, specs)| {
+        .prop_map(|(provider, mut specs, unreadable)| {
+            if let Some(at) = unreadable {
+                let at = at.index(specs.len() + 1);
+                specs.insert(at, Spec::Unreadable);
+            }
             let events = materialize(provider, &specs);
             (provider.to_owned(), events)
         })
@@ -1110,11 +1387,172 @@ fn trace(events: &[Event], upto: usize) -> String {
         .join("\n")
 }
 
-/// Invariant: an automatic verdict never follows tool activity or unexplained output of the
-/// same attempt (events since the last `PromptBegan` whose claim is compatible with the
-/// terminal's).
-fn check_automatic_is_pre_result(
+/// Whether `claim` may belong to the attempt whose full identity `terminal` claims: its
+/// execution and generation are the terminal's, or absent.
+fn compatible(claim: &Claim, terminal: &Claim) -> bool {
+    claim
+        .execution_id
+        .as_ref()
+        .is_none_or(|e| Some(e) == terminal.execution_id.as_ref())
+        && (claim.generation == 0 || claim.generation == terminal.generation)
+}
+
+/// Property (issue 17): no verdict is ever automatic unless the gate's documented conditions
+/// (docs/recovery.md, "Verdicts"; §D.1, §D.4; AC .8, .15, .16, .23) hold for *that* attempt.
+/// Which attempt, and whether it had already settled, is the naive model's notion, never the
+/// engine's: an automatic verdict must be the model's first settlement of the attempt, so a
+/// flaw in the engine's settled verdicts cannot hide here.
+fn check_automatic_only_when_the_gate_holds(
     provider: &str,
+    events: &[Event],
+    outcomes: &[Outcome],
+    model: &Model,
+) -> Result<(), TestCaseError> {
+    for (index, outcome) in outcomes.iter().enumerate() {
+        let Outcome::Failed(verdict) = outcome else {
+            continue;
+        };
+        if verdict.disposition != Disposition::Automatic {
+            continue;
+        }
+        let why = |condition: &str| {
+            format!(
+                "automatic verdict, but {condition}\n{}",
+                trace(events, index)
+            )
+        };
+        prop_assert!(!verdict.duplicate, "{}", why("it is a duplicate"));
+        prop_assert!(
+            !events[..index]
+                .iter()
+                .any(|e| matches!(e, Event::EventUnreadable)),
+            "{}",
+            why("an event of the session could not be read")
+        );
+        let terminal = claim_of(&events[index]).unwrap();
+        prop_assert!(
+            terminal.execution_id.is_some() && terminal.generation != 0,
+            "{}",
+            why("the claim is incomplete")
+        );
+        // The model's view before the terminal: its record, its correlation, its settlement.
+        let begins = &model.begins[..model.begins.partition_point(|&b| b < index)];
+        let view = View {
+            provider,
+            history: &events[..index],
+            outcomes: &model.outcomes[..index],
+            begins,
+        };
+        let begin = view.last_begin();
+        prop_assert!(begin.is_some(), "{}", why("no attempt began"));
+        let begin = begin.unwrap();
+        let (mut identity, correlations) = view.replay(begin);
+        prop_assert!(
+            identity.correlate(terminal) == Corr::Current,
+            "{}",
+            why("the failure is not the current attempt's")
+        );
+        identity.adopt(terminal);
+        identity.register(&view.highest_before(begin), false);
+        prop_assert!(
+            !identity.poisoned,
+            "{}",
+            why("the attempt's identity is poisoned")
+        );
+        prop_assert!(
+            view.settled(&correlations).is_none(),
+            "{}",
+            why("the model had already settled the attempt")
+        );
+        // The attempt's events (since the model's record began), read off their fields.
+        let (raw, structured, snapshot) = match &events[index] {
+            Event::PromptFailed {
+                error, lifecycle, ..
+            } => (error.message.clone(), true, lifecycle.clone()),
+            Event::PromptReturned { .. } => (verdict.projection.message().to_owned(), false, None),
+            other => panic!("a verdict on {other:?}"),
+        };
+        let mut explained_by = None;
+        for event in &events[begin..index] {
+            match event {
+                Event::ToolCall { claim, .. } | Event::ToolUpdate { claim } => prop_assert!(
+                    !compatible(claim, terminal),
+                    "{}",
+                    why("the attempt had tool activity")
+                ),
+                Event::PartialResult { claim } => prop_assert!(
+                    !compatible(claim, terminal),
+                    "{}",
+                    why("the attempt had output")
+                ),
+                Event::Chunk {
+                    claim, role, text, ..
+                } if *role != Role::User && !text.is_empty() => {
+                    let cursor_marker = provider == CURSOR
+                        && *role == Role::Assistant
+                        && claim.generation != 0
+                        && matches!(cursor::retriable_chunk(text), RetriableChunk::Marker { .. });
+                    if !compatible(claim, terminal) {
+                        prop_assert!(
+                            !marked_assistant(event),
+                            "{}",
+                            why("a provider diagnostic of another generation arrived")
+                        );
+                    } else if marked_assistant(event) && !cursor_marker {
+                        // Explained only by a matching structured prompt error (AC .16, .23).
+                        prop_assert!(
+                            structured,
+                            "{}",
+                            why("a diagnostic before a barrier failure")
+                        );
+                        explained_by.get_or_insert(text.clone());
+                    } else {
+                        prop_assert!(cursor_marker, "{}", why("the attempt had output"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(snapshot) = &snapshot {
+            prop_assert!(
+                snapshot.evidence_known && !snapshot.output_observed && !snapshot.effect_observed,
+                "{}",
+                why("the lifecycle's snapshot says otherwise")
+            );
+            if let Some(text) = &snapshot.provider_diagnostic_text {
+                explained_by.get_or_insert(text.clone());
+            }
+        }
+        if let Some(diagnostic) = explained_by {
+            let code = classify(provider, &diagnostic);
+            let terminal_code = classify(provider, verdict.projection.message());
+            prop_assert!(
+                eligible(&code) && eligible(&terminal_code) && code.code == terminal_code.code,
+                "{}",
+                why("the first diagnostic's code is not the terminal's")
+            );
+            prop_assert!(
+                contained(&diagnostic, &raw),
+                "{}",
+                why("the first diagnostic is not contained in the raw terminal message")
+            );
+        }
+        let same_provider_only = provider == CURSOR
+            && (!structured || cursor::retriable_chunk(&raw) != RetriableChunk::Ordinary);
+        prop_assert_eq!(verdict.same_provider_only, same_provider_only);
+        prop_assert!(
+            policy_recovers(&verdict.classification, same_provider_only),
+            "{}",
+            why("the code's policy allows no such recovery")
+        );
+    }
+    Ok(())
+}
+
+/// Property (issue 17, item 1; A.5, F.6, AC .11): after a retirement, nothing is automatic
+/// until a new attempt binds in full — an attempt begun after the retirement whose full
+/// identity, bound by a begin or a bind since, no attempt begun before the retirement had.
+fn check_nothing_automatic_after_retirement(
     events: &[Event],
     outcomes: &[Outcome],
 ) -> Result<(), TestCaseError> {
@@ -1125,82 +1563,53 @@ fn check_automatic_is_pre_result(
         if verdict.disposition != Disposition::Automatic {
             continue;
         }
-        let terminal = claim_of(&events[index]).unwrap();
-        prop_assert!(
-            terminal.execution_id.is_some() && terminal.generation != 0,
-            "automatic verdict on an incomplete claim\n{}",
-            trace(events, index)
-        );
-        let begin = events[..index]
+        let Some(retired) = events[..index]
             .iter()
-            .rposition(|e| matches!(e, Event::PromptBegan { .. }))
-            .expect("an automatic verdict needs a record");
-        let compatible = |claim: &Claim| {
-            claim
-                .execution_id
-                .as_ref()
-                .is_none_or(|e| Some(e) == terminal.execution_id.as_ref())
-                && (claim.generation == 0 || claim.generation == terminal.generation)
+            .rposition(|e| matches!(e, Event::LifecycleRetired))
+        else {
+            continue;
         };
-        // A re-delivered terminal gets the stored verdict (immutable): check the evidence
-        // before the attempt first settled it.
-        let first = (begin..=index)
-            .find(|j| &outcomes[*j] == outcome)
-            .unwrap_or(index);
-        for event in &events[begin..first] {
-            let unexplained = match event {
-                Event::ToolCall { claim, .. } | Event::ToolUpdate { claim } => compatible(claim),
-                Event::PartialResult { claim } => compatible(claim),
-                Event::Chunk {
-                    claim,
-                    role,
-                    text,
-                    provider_diagnostic_candidate,
-                } => {
-                    compatible(claim)
-                        && !text.trim().is_empty()
-                        && match role {
-                            Role::User => false,
-                            Role::Thought => true,
-                            Role::Assistant => {
-                                !*provider_diagnostic_candidate
-                                    && (provider != CURSOR
-                                        || !matches!(
-                                            cursor::retriable_chunk(text),
-                                            RetriableChunk::Marker { .. }
-                                        ))
-                            }
-                        }
+        let since = &events[retired + 1..index];
+        let held_before = |bound: &Claim| {
+            events[..retired].iter().any(|e| match e {
+                Event::PromptBegan { claim } => {
+                    claim.execution_id == bound.execution_id && claim.generation >= bound.generation
                 }
                 _ => false,
-            };
-            prop_assert!(
-                !unexplained,
-                "automatic verdict after tool activity or unexplained output\n{}",
-                trace(events, index)
-            );
+            })
+        };
+        // Some attempt begun since the retirement bound a full identity no attempt begun
+        // before it had (the lifecycle then stays open for the attempts after it).
+        let re_opened = since.iter().enumerate().any(|(at, e)| {
+            match e {
+            Event::PromptBegan { claim } | Event::PromptBound { claim } => {
+                claim.execution_id.is_some()
+                    && claim.generation != 0
+                    && !held_before(claim)
+                    && since[..=at].iter().any(|e| {
+                        matches!(e, Event::PromptBegan { claim: began } if compatible(began, claim))
+                    })
+            }
+            _ => false,
         }
-        if let Event::PromptFailed {
-            lifecycle: Some(snapshot),
-            ..
-        } = &events[first]
-        {
-            prop_assert!(
-                snapshot.evidence_known && !snapshot.output_observed && !snapshot.effect_observed,
-                "automatic verdict against the lifecycle's snapshot\n{}",
-                trace(events, index)
-            );
-        }
+        });
+        prop_assert!(
+            re_opened,
+            "automatic after the retirement at {} without a new attempt bound in full\n{}",
+            retired,
+            trace(events, index)
+        );
     }
     Ok(())
 }
 
-/// Invariant: an attempt settles at most one distinct terminal outcome for its full identity.
+/// Invariant: an attempt settles at most one terminal outcome for its full identity; every
+/// re-delivery gets it again, marked a manual duplicate (issue 17, item 1).
 fn check_one_settlement(events: &[Event], outcomes: &[Outcome]) -> Result<(), TestCaseError> {
     let mut settled: HashMap<(usize, Option<String>, u64), (usize, &Outcome)> = HashMap::new();
     let mut begin = None;
     for (index, (event, outcome)) in events.iter().zip(outcomes).enumerate() {
-        if matches!(event, Event::PromptBegan { .. }) {
+        if matches!(event, Event::PromptBegan { .. }) && *outcome != Outcome::AttemptRepeated {
             begin = Some(index);
         }
         let Some(begin) = begin else { continue };
@@ -1213,11 +1622,14 @@ fn check_one_settlement(events: &[Event], outcomes: &[Outcome]) -> Result<(), Te
         }
         let settles = match outcome {
             Outcome::Completed => true,
-            // A retired lifecycle outranks staleness, so it can hide another attempt's
-            // failure; only failures known to be this attempt's settle it.
+            // A retired lifecycle or a poisoned session outranks staleness, so it can hide
+            // another attempt's failure; only failures known to be this attempt's settle it.
             Outcome::Failed(verdict) => !matches!(
                 verdict.safety,
-                Safety::Stale | Safety::NoRecord | Safety::LifecycleRetired
+                Safety::Stale
+                    | Safety::NoRecord
+                    | Safety::LifecycleRetired
+                    | Safety::SessionPoisoned
             ),
             _ => false,
         };
@@ -1227,14 +1639,24 @@ fn check_one_settlement(events: &[Event], outcomes: &[Outcome]) -> Result<(), Te
         if let Some((first, earlier)) =
             settled.get(&(begin, claim.execution_id.clone(), claim.generation))
         {
+            let expected = match earlier {
+                Outcome::Failed(verdict) => Outcome::Failed(Box::new(Verdict {
+                    duplicate: true,
+                    disposition: Disposition::Manual,
+                    ..(**verdict).clone()
+                })),
+                other => (*other).clone(),
+            };
             prop_assert_eq!(
-                *earlier,
+                &expected,
                 outcome,
                 "attempt settled twice (first at {})\n{}",
                 first,
                 trace(events, index)
             );
         } else {
+            // (A first settlement under a full claim may itself be a duplicate: the record
+            // settled earlier under a claim that named no execution or generation.)
             settled.insert(
                 (begin, claim.execution_id.clone(), claim.generation),
                 (index, outcome),
@@ -1304,7 +1726,8 @@ proptest! {
                 trace(&events, index)
             );
         }
-        check_automatic_is_pre_result(&provider, &events, &outcomes)?;
+        check_automatic_only_when_the_gate_holds(&provider, &events, &outcomes, &model)?;
+        check_nothing_automatic_after_retirement(&events, &outcomes)?;
         check_one_settlement(&events, &outcomes)?;
         check_stale_is_inert(&provider, &events, &outcomes)?;
     }
@@ -1323,6 +1746,78 @@ fn assert_model_agrees(provider: &str, events: &[Event]) {
         let expected = model.apply(event);
         assert_eq!(engine, &expected, "event {index}\n{}", trace(events, index));
     }
+    for check in [
+        check_automatic_only_when_the_gate_holds(provider, events, &outcomes, &model),
+        check_nothing_automatic_after_retirement(events, &outcomes),
+        check_one_settlement(events, &outcomes),
+    ] {
+        if let Err(error) = check {
+            panic!("{error}");
+        }
+    }
+}
+
+/// The engine's verdict on event `index` of `events`.
+fn verdict_at(provider: &str, events: &[Event], index: usize) -> Verdict {
+    match &run_engine(provider, events)[index] {
+        Outcome::Failed(verdict) => (**verdict).clone(),
+        other => panic!("expected a verdict, got {other:?}"),
+    }
+}
+
+fn overloaded_failure(claim: Claim) -> Event {
+    Event::PromptFailed {
+        claim,
+        error: prompt_error(-32603, OVERLOADED_TERMINAL, None),
+        occurred_at: OCCURRED_AT[0].to_owned(),
+        lifecycle: None,
+    }
+}
+
+/// Issue 17, item 1, the issue's own log: a terminal failure re-delivered after the lifecycle
+/// was retired was automatic again, in the engine and in this model alike (both returned the
+/// settled verdict before consulting the retirement). Now it is a manual duplicate.
+#[test]
+fn a_settled_failure_re_delivered_after_retirement_is_a_manual_duplicate() {
+    let events = [
+        Event::PromptBegan {
+            claim: full("exec-1", 7),
+        },
+        overloaded_failure(full("exec-1", 7)),
+        Event::LifecycleRetired,
+        overloaded_failure(full("exec-1", 7)),
+    ];
+    assert_model_agrees("claude-acp", &events);
+    let verdict = verdict_at("claude-acp", &events, 3);
+    assert_eq!(
+        (verdict.disposition, verdict.duplicate),
+        (Disposition::Manual, true)
+    );
+}
+
+/// Issue 17, item 2: begin, tool call, retired, the same begin again, terminal — the repeated
+/// begin neither re-opens the lifecycle nor wipes the effect fence.
+#[test]
+fn a_repeated_begin_after_retirement_keeps_the_attempt_manual() {
+    let events = [
+        Event::PromptBegan {
+            claim: full("exec-1", 7),
+        },
+        Event::ToolCall {
+            claim: full("exec-1", 7),
+            scope: ToolScope::TopLevel,
+        },
+        Event::LifecycleRetired,
+        Event::PromptBegan {
+            claim: full("exec-1", 7),
+        },
+        overloaded_failure(full("exec-1", 7)),
+    ];
+    assert_model_agrees("claude-acp", &events);
+    assert_eq!(
+        verdict_at("claude-acp", &events, 4).disposition,
+        Disposition::Manual
+    );
 }
 
 fn full(execution: &str, generation: u64) -> Claim {

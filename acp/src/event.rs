@@ -108,8 +108,10 @@ impl AdapterEvent {
             AdapterEvent::ToolUpdate { .. } => RecoveryEvent::ToolUpdate {
                 claim: claim.clone(),
             },
+            // The model belongs to the execution the adapter runs (the claim's).
             AdapterEvent::ModelSettled { model_id } => RecoveryEvent::ModelSettled {
                 model_id: model_id.clone(),
+                execution_id: claim.execution_id.clone(),
             },
             AdapterEvent::ResponseAttemptReset => RecoveryEvent::ResponseAttemptReset {
                 claim: claim.clone(),

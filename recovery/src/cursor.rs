@@ -4,9 +4,13 @@
 //! retries its own upstream call. The chunk is a marker only when, after a Unicode whitespace
 //! trim, it *starts* with the prefix (any case) and carries a non-empty cause of at most 256
 //! UTF-8 bytes (itself trimmed). Cancellation, deadline and escalation causes are the user's or
-//! Cursor's own decision, not transport loss: they stay ordinary output. Cursor's `[canceled]`
-//! decoration is not a cancellation. The catalogue's `cursor.*` rules apply the same trim, bound
-//! and veto, so both layers agree on every chunk.
+//! Cursor's own decision, not transport loss: they stay ordinary output. The veto is read
+//! broadly (AC .12 names the signatures, not their spellings): a context cancellation in either
+//! spelling (`context canceled`, `context cancelled`, `context canceled_by_client`), any
+//! deadline (`deadline exceeded` with or without `context`, `[deadline_exceeded]`), and any
+//! escalation (`cancel escalated`, `retry escalated`). Cursor's `[canceled]` decoration is not
+//! a cancellation. The catalogue's `cursor.*` rules apply the same trim and bound; they match
+//! exact envelopes, none of which carries a vetoed word, so both layers agree on every chunk.
 //!
 //! Which sessions the barrier applies to is not decided here from a provider id: the adapter
 //! says so in the session's [`ProviderProfile`](crate::ProviderProfile).
@@ -25,7 +29,7 @@ pub const MAX_CAUSE_BYTES: usize = 256;
     reason = "a constant pattern of this module, compiled by its tests"
 )]
 static CANCELLATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\bcontext\s+canceled|\bcontext\s+deadline\s+exceeded\b|\bcancel\s+escalated\b")
+    Regex::new(r"(?i)\bcontext[\s_-]*cancel|deadline|escalat")
         .expect("constant cancellation pattern")
 });
 
@@ -112,6 +116,11 @@ mod tests {
             "context canceled_by_client",
             "Context  Deadline Exceeded",
             "cancel escalated",
+            // Read broadly: the spellings the narrow veto once let through.
+            "deadline exceeded",
+            "[deadline_exceeded] upstream",
+            "context cancelled",
+            "retry escalated",
         ] {
             let text = format!("Error: RetriableError: {cause}");
             assert_eq!(retriable_chunk(&text), RetriableChunk::Cancelled, "{cause}");

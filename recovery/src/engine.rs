@@ -125,9 +125,13 @@ impl Recovery {
                 self.track_prompt(&claim, false);
                 vec![Effect::Evidence(outcome)]
             }
-            RecoveryEvent::ModelSettled { model_id } => {
-                vec![Effect::Evidence(self.evidence.settle_model(&model_id))]
-            }
+            RecoveryEvent::ModelSettled {
+                model_id,
+                execution_id,
+            } => vec![Effect::Evidence(
+                self.evidence
+                    .settle_model(&model_id, execution_id.as_deref()),
+            )],
             RecoveryEvent::Chunk {
                 claim,
                 role,
@@ -209,6 +213,13 @@ impl Recovery {
                 }
             }
             RecoveryEvent::LifecycleRetired => vec![Effect::Evidence(self.evidence.retire())],
+            RecoveryEvent::EventUnreadable => {
+                let mut effects = vec![Effect::Evidence(self.evidence.poison_session())];
+                // The lost event may have been a commit boundary or a record: retract nothing
+                // of the current prompt on what is known now.
+                effects.extend(self.transcript_effects(AttemptEvent::TornDown));
+                effects
+            }
             RecoveryEvent::RetryScheduled { notice } => {
                 self.notice(NoticeEvent::AttemptScheduled(notice))
             }
@@ -704,6 +715,8 @@ mod tests {
             r#"{"event":"prompt_ended","execution_id":"exec-1","generation":7,"reason":"handed_off"}"#,
             r#"{"event":"execution_torn_down","execution_id":"exec-1"}"#,
             r#"{"event":"lifecycle_retired"}"#,
+            r#"{"event":"event_unreadable"}"#,
+            r#"{"event":"model_settled","model_id":"gpt-5","execution_id":"exec-2"}"#,
             r#"{"event":"retry_scheduled","reason":"Provider overloaded","provider":"anthropic","attempt":2,"max_attempts":5,"deadline":"2026-10-01T08:00:10Z"}"#,
             r#"{"event":"retry_ended","ending":"exhausted"}"#,
             r#"{"event":"retry_cancel_requested","authorization":"foreign"}"#,

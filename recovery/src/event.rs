@@ -78,9 +78,14 @@ pub enum RecoveryEvent {
         claim: Claim,
     },
     /// The session settled its model (a configuration or model update with a non-empty id).
+    /// The model belongs to the execution it was settled under: a projection for an attempt
+    /// of another execution never carries it.
     ModelSettled {
         /// The model id.
         model_id: String,
+        /// The execution it was settled under; absent: the current attempt's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_id: Option<String>,
     },
 
     // ---- Streamed evidence ---------------------------------------------------------------
@@ -192,6 +197,11 @@ pub enum RecoveryEvent {
     /// below (which retire it themselves when ownership ends): evidence reads as unknown
     /// until a new attempt binds its full identity.
     LifecycleRetired,
+    /// An event of the session could not be read (malformed, or lost on the way): from now on
+    /// nothing in the session is known for certain, so every later verdict is manual, and
+    /// the transcript tracker stops tracking the current prompt (no record is retracted on
+    /// incomplete knowledge).
+    EventUnreadable,
 
     // ---- Retry ownership and its notices -------------------------------------------------
     /// The orchestrator took (or kept) ownership of a transient retry and scheduled this

@@ -17,6 +17,9 @@ pub const EMPTY_MESSAGE: &str = "provider prompt error";
 /// The longest `errorKind` kept.
 const MAX_ERROR_KIND_BYTES: usize = 64;
 
+/// The longest settled model id kept.
+const MAX_MODEL_ID_BYTES: usize = 128;
+
 /// A terminal error as the agent returned it from `session/prompt` (a JSON-RPC error object),
 /// reduced to what may ever be read of it: the code, the message and `data.errorKind`.
 ///
@@ -25,8 +28,14 @@ const MAX_ERROR_KIND_BYTES: usize = 64;
 /// everything else of `data` is dropped when the error is read, so raw data never crosses the
 /// boundary (AC .22, .24). The kept kind is still untrusted: [`project_prompt_error`] carries it
 /// only when it is a short plain token.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "WirePromptError", into = "WirePromptError")]
+///
+/// Reading never fails on the error's contents (AC .22: a malformed, oversized or unrecognised
+/// field is dropped and does not invalidate the projection): a `code` that is not an integer
+/// is dropped (no code), a `message` that is not a string is dropped (the projection then
+/// carries [`EMPTY_MESSAGE`]), unknown fields are ignored, and a value that is not an object
+/// at all keeps nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(into = "WirePromptError")]
 pub struct PromptError {
     /// The JSON-RPC error code (`-32603` carries no meaning of its own).
     pub code: i64,
@@ -37,32 +46,47 @@ pub struct PromptError {
     pub error_kind: Option<String>,
 }
 
-/// The JSON-RPC error object as it is written: `data` is read only for its `errorKind`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The JSON-RPC error object as it is written.
+#[derive(Debug, Clone, Default, Serialize)]
 struct WirePromptError {
-    #[serde(default)]
     code: i64,
-    #[serde(default)]
     message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     data: Option<serde_json::Value>,
 }
 
-impl From<WirePromptError> for PromptError {
-    fn from(wire: WirePromptError) -> Self {
-        let error_kind = wire
-            .data
-            .as_ref()
+impl PromptError {
+    /// Reads a JSON-RPC error object, keeping what may be read of it and dropping every
+    /// field that is absent, malformed or unknown (see the type's documentation).
+    fn from_json(value: &serde_json::Value) -> PromptError {
+        let Some(object) = value.as_object() else {
+            return PromptError::default();
+        };
+        let error_kind = object
+            .get("data")
             .and_then(serde_json::Value::as_object)
             .and_then(|data| data.get("errorKind"))
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
         PromptError {
-            code: wire.code,
-            message: wire.message,
+            code: object
+                .get("code")
+                .and_then(serde_json::Value::as_i64)
+                .unwrap_or(0),
+            message: object
+                .get("message")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             error_kind,
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for PromptError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(PromptError::from_json(&value))
     }
 }
 
@@ -209,8 +233,27 @@ fn error_kind(kind: Option<&str>) -> Option<String> {
     plain.then(|| kind.to_owned())
 }
 
+/// The settled model id, kept only when it is an identifier (AC .22): 1–128 bytes from
+/// `[A-Za-z0-9._:/@+-]`, starting with a letter or digit, and nothing in it the diagnostic
+/// redaction tier would touch (no URL, key, 32-character run, `ses_`-style id or path).
+/// Anything else — whitespace, a newline, a home path, a URL, a key, an oversized id — is
+/// dropped without invalidating the projection.
+fn model_id(model: Option<&str>) -> Option<String> {
+    let model = model?;
+    let shaped = model.len() <= MAX_MODEL_ID_BYTES
+        && model
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+        && model.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'/' | b'@' | b'+' | b'-')
+        });
+    (shaped && faultline_runtime::redact_provider_message(model) == model).then(|| model.to_owned())
+}
+
 /// Projects a terminal prompt error with the session's allowlisted metadata. Empty provider
-/// and model ids are omitted.
+/// ids are omitted; the model id only when it is an identifier (1–128 bytes of
+/// `[A-Za-z0-9._:/@+-]`, starting with a letter or digit, nothing the diagnostic tier redacts).
 pub fn project_prompt_error(
     error: &PromptError,
     provider_id: &str,
@@ -222,9 +265,7 @@ pub fn project_prompt_error(
         rpc_code: (error.code != 0).then_some(error.code),
         error_kind: error_kind(error.error_kind.as_deref()),
         provider_id: (!provider_id.is_empty()).then(|| provider_id.to_owned()),
-        model_id: settled_model
-            .filter(|model| !model.is_empty())
-            .map(str::to_owned),
+        model_id: model_id(settled_model),
     }
 }
 
@@ -340,5 +381,69 @@ mod tests {
         let cursor = ProviderProjection::cursor_retriable("", "cursor-acp");
         assert_eq!(cursor.message(), EMPTY_MESSAGE);
         assert_eq!(read(serde_json::to_value(&cursor).unwrap()), cursor);
+    }
+
+    /// Issue 17, item 8: a malformed or unrecognised field is dropped, never the error.
+    #[test]
+    fn ac_22_malformed_error_fields_are_dropped_and_the_error_is_read() {
+        for (object, code, message) in [
+            (
+                json!({"code": -32603, "message": "m", "stack": "at x"}),
+                -32603,
+                "m",
+            ),
+            (json!({"code": "-32603", "message": "m"}), 0, "m"),
+            (json!({"code": -32603.5, "message": "m"}), 0, "m"),
+            (json!({"code": 1e30, "message": "m"}), 0, "m"),
+            (
+                json!({"code": -32603, "message": {"text": "m"}}),
+                -32603,
+                "",
+            ),
+            (json!("Internal error"), 0, ""),
+            (json!(null), 0, ""),
+        ] {
+            let error: PromptError = serde_json::from_value(object.clone()).unwrap();
+            assert_eq!(
+                (error.code, error.message.as_str()),
+                (code, message),
+                "{object}"
+            );
+            let projection = project_prompt_error(&error, "claude-acp", None);
+            assert_eq!(projection.rpc_code, (code != 0).then_some(code));
+            assert!(!projection.message.is_empty());
+        }
+    }
+
+    /// Issue 17, item 7: the settled model id is carried only when it is an identifier.
+    #[test]
+    fn ac_22_the_model_id_must_be_an_identifier() {
+        let project = |model: &str| {
+            project_prompt_error(&read(-32603, "m", None), "claude-acp", Some(model)).model_id
+        };
+        for kept in [
+            "claude-sonnet-4",
+            "gpt-5",
+            "anthropic/claude-3.5-sonnet",
+            "claude-opus-4@20250514",
+            "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+        ] {
+            assert_eq!(project(kept).as_deref(), Some(kept));
+        }
+        for dropped in [
+            "m".repeat(5_000),
+            "m".repeat(129),
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789".to_owned(),
+            "https://attacker.example/model".to_owned(),
+            "claude\nsonnet".to_owned(),
+            "claude sonnet".to_owned(),
+            "/home/alice/models/local.gguf".to_owned(),
+            "home/alice/models/x".to_owned(),
+            "ses_0123abcd".to_owned(),
+            "   ".to_owned(),
+            String::new(),
+        ] {
+            assert_eq!(project(&dropped), None, "{dropped:?}");
+        }
     }
 }

@@ -5,21 +5,19 @@
 //! (AC .20), the normalization of provider diagnostics (AC .23) and the launch-prompt redaction
 //! (AC .29).
 //!
-//! Normalization for diagnostic–terminal containment (AC .23, reference §H.4): both texts go
-//! through the provider-message tier ([`faultline_runtime::redact_provider_message`]) —
-//! trim, collapse whitespace runs, and also redact credentials, URLs and ids and trim trailing
-//! `.:;,-`. The spec's trim-and-collapse alone is not enough here: the terminal message reaches
-//! the engine already projected through that tier, so a diagnostic normalized differently
-//! could never be contained in it whenever it carries a URL, an id or a final full stop.
-//! Redaction is applied identically to both sides, so it can make two different texts equal
-//! only where they differ in redacted values; containment stays case-sensitive and
-//! one-directional.
+//! Normalization for diagnostic–terminal containment (AC .23): trim leading and trailing
+//! whitespace and collapse every internal whitespace run to one space — nothing else. The
+//! comparison is case-sensitive and one-directional, and it runs on the *raw* texts (the
+//! diagnostic chunk as streamed, the terminal error's message before projection), never on
+//! their redacted forms: redaction maps different texts to one placeholder (two URLs, two
+//! keys), and its 2048-byte cut would hide a diagnostic's tail. A normalized diagnostic longer
+//! than [`MAX_PROVIDER_DIAGNOSTIC_BYTES`] is never contained.
 
 use std::time::SystemTime;
 
+use faultline_runtime::redact_credentials;
 use faultline_runtime::{Bundle, Classification, Evidence};
 use faultline_runtime::{Class, Confidence, Phase};
-use faultline_runtime::{redact_credentials, redact_provider_message};
 use serde::{Deserialize, Serialize};
 
 use crate::projection::ProviderProjection;
@@ -99,6 +97,9 @@ pub enum Safety {
         /// The shared code.
         code: String,
     },
+    /// An event of the session could not be read: from then on nothing in the session is
+    /// known for certain, so no verdict of it is ever automatic.
+    SessionPoisoned,
     /// No attempt was ever begun for this session.
     NoRecord,
     /// A retry lifecycle was retired and no new attempt has bound its identity since.
@@ -116,6 +117,10 @@ pub enum Safety {
     EffectObserved,
     /// Assistant, thought or partial-result output happened.
     OutputObserved,
+    /// A provider diagnostic of another execution or generation arrived while this attempt
+    /// was current (AC .16 lists a stale generation among what stops automatic recovery).
+    #[serde(rename = "stale_diagnostic")]
+    StaleProviderDiagnostic,
     /// A provider diagnostic was recorded, but the terminal failure classifies to another code
     /// (or to none that is high-confidence and fallback-eligible).
     #[serde(rename = "diagnostic_code_differs")]
@@ -154,6 +159,9 @@ impl std::fmt::Display for Safety {
                 f,
                 "pre-result: the only output was a `{code}` diagnostic the terminal failure contains"
             ),
+            Safety::SessionPoisoned => f.write_str(
+                "unsafe: an event of the session could not be read, so its evidence is unknown",
+            ),
             Safety::NoRecord => {
                 f.write_str("unsafe: no prompt attempt was recorded for the session")
             }
@@ -170,6 +178,9 @@ impl std::fmt::Display for Safety {
             Safety::ZeroGeneration => f.write_str("unsafe: the attempt has no prompt generation"),
             Safety::EffectObserved => f.write_str("unsafe: tool activity was observed"),
             Safety::OutputObserved => f.write_str("unsafe: output was observed"),
+            Safety::StaleProviderDiagnostic => f.write_str(
+                "unsafe: a provider diagnostic of another execution or generation arrived during the attempt",
+            ),
             Safety::ProviderDiagnosticCodeDiffers { recorded, terminal } => write!(
                 f,
                 "unsafe: the recorded diagnostic is `{recorded}` but the terminal failure is `{terminal}`"
@@ -200,6 +211,19 @@ pub struct Verdict {
     pub safety: Safety,
     /// What the orchestrator may do.
     pub disposition: Disposition,
+    /// Recovery may only retry the selected provider, never fall back to another: the
+    /// failure is Cursor's `RetriableError` (AC .15), whatever its code's `fallback_allowed`
+    /// says. An orchestrator and its class policy read this before the classification's flags.
+    #[serde(default)]
+    pub same_provider_only: bool,
+    /// A re-delivery of a terminal event the attempt already settled: the settled verdict
+    /// again, for information, with a `Manual` disposition — it authorises nothing anew.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub duplicate: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// What one event did.
@@ -208,12 +232,20 @@ pub struct Verdict {
 pub enum Outcome {
     /// A new attempt record.
     AttemptBegan,
+    /// A begin of the attempt already current (the same full identity): its record and
+    /// evidence are kept, fences included.
+    AttemptRepeated,
     /// The identity was bound (or adopted).
     Bound,
     /// A conflicting bind or an identity-less event poisoned the evidence.
     Poisoned,
     /// The event belongs to another execution or generation: ignored.
     Stale,
+    /// A marked provider diagnostic of another execution or generation: ignored as evidence,
+    /// but it stops automatic recovery of the current attempt
+    /// ([`Safety::StaleProviderDiagnostic`]).
+    #[serde(rename = "stale_diagnostic")]
+    StaleProviderDiagnostic,
     /// No attempt is recorded: ignored.
     NoRecord,
     /// The settled model was recorded.
@@ -252,12 +284,30 @@ pub enum Outcome {
     Failed(Box<Verdict>),
     /// The retry lifecycle was retired.
     Retired,
+    /// An event of the session could not be read: every later verdict of the session is
+    /// manual ([`Safety::SessionPoisoned`]).
+    SessionPoisoned,
 }
 
+/// The longest normalized provider diagnostic that can be contained in a terminal message,
+/// in bytes; a longer one never is (AC .23 asks for containment of the whole text).
+pub const MAX_PROVIDER_DIAGNOSTIC_BYTES: usize = 64 << 10;
+
 /// The normalization of a provider diagnostic and of the terminal message it must be contained
-/// in (AC .23; see the [module documentation](self)).
+/// in (AC .23): trimmed, every whitespace run collapsed to one space, nothing redacted; see the
+/// [module documentation](self).
 pub fn normalize_provider_diagnostic(text: &str) -> String {
-    redact_provider_message(text)
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the normalized `diagnostic` is contained, case-sensitively, in the normalized raw
+/// `terminal` message (AC .23): never when it is empty or longer than
+/// [`MAX_PROVIDER_DIAGNOSTIC_BYTES`].
+pub fn provider_diagnostic_contained(diagnostic: &str, terminal: &str) -> bool {
+    let diagnostic = normalize_provider_diagnostic(diagnostic);
+    !diagnostic.is_empty()
+        && diagnostic.len() <= MAX_PROVIDER_DIAGNOSTIC_BYTES
+        && normalize_provider_diagnostic(terminal).contains(&diagnostic)
 }
 
 /// A chunk or terminal text as the marker and the correlation classify it: phase
@@ -281,11 +331,13 @@ pub(crate) fn fallback_eligible(classification: &Classification) -> bool {
 }
 
 /// Whether a classification lets policy recover at all (retry or fallback) once the boundary
-/// is safe: a low-confidence or unclassified result never does.
-pub(crate) fn recoverable(classification: &Classification) -> bool {
+/// is safe: a low-confidence or unclassified result never does, and a failure recoverable on
+/// the same provider only needs a code that allows a retry.
+pub(crate) fn recoverable(classification: &Classification, same_provider_only: bool) -> bool {
     classification.confidence != Confidence::Low
         && classification.class != Class::Unclassified
-        && (classification.auto_retryable || classification.fallback_allowed)
+        && (classification.auto_retryable
+            || (classification.fallback_allowed && !same_provider_only))
 }
 
 /// The provider-diagnostic candidate marker (AC .20), decided once at the ACP conversion

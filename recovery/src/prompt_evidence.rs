@@ -6,9 +6,11 @@
 //! The state is one record per session, replaced when a prompt attempt begins. Every event
 //! claims an identity (execution id, prompt generation); the record checks it before the event
 //! counts, and everything missing fails closed: no record, a poisoned identity, a zero
-//! generation or an absent execution id never authorise recovery. The normalization used for
-//! containment is described in [`crate::prompt`].
+//! generation, an absent execution id or an event of the session that could not be read never
+//! authorise recovery. The normalization used for containment is described in
+//! [`crate::prompt`].
 
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 use faultline_runtime::Bundle;
@@ -19,14 +21,46 @@ use crate::ProviderProfile;
 use crate::cursor::{self, RetriableChunk};
 use crate::projection::{PromptError, ProviderProjection, project_prompt_error};
 use crate::prompt::{
-    Claim, Disposition, LifecycleSnapshot, Outcome, Role, Safety, Verdict, classify_text,
-    fallback_eligible, normalize_provider_diagnostic, recoverable,
+    Claim, Disposition, LifecycleSnapshot, MAX_PROVIDER_DIAGNOSTIC_BYTES, Outcome, Role, Safety,
+    Verdict, classify_text, fallback_eligible, normalize_provider_diagnostic,
+    provider_diagnostic_contained, recoverable,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Diagnostic {
     code: String,
-    text: String,
+    /// The normalized raw text; `None` when it is longer than the bound, so never contained.
+    text: Option<String>,
+}
+
+impl Diagnostic {
+    fn new(code: String, raw: &str) -> Diagnostic {
+        let text = normalize_provider_diagnostic(raw);
+        Diagnostic {
+            code,
+            text: (text.len() <= MAX_PROVIDER_DIAGNOSTIC_BYTES).then_some(text),
+        }
+    }
+}
+
+/// The model the session settled, and the execution it was settled under (`None`: the current
+/// record's, whose execution is not known yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SettledModel {
+    execution_id: Option<String>,
+    model_id: String,
+}
+
+/// What the engine knows of an attempt's identity once it is complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Registration {
+    /// The execution id or the generation is still missing.
+    Partial,
+    /// Complete, and no earlier record of the session held it (or a later generation of the
+    /// same execution).
+    New,
+    /// Complete, and an earlier record held it: that attempt's evidence is gone.
+    Reused,
 }
 
 /// The evidence of the current attempt.
@@ -39,9 +73,13 @@ struct Attempt {
     effect: bool,
     diagnostic: Option<Diagnostic>,
     cursor_pending: Option<String>,
+    /// A marked provider diagnostic of another execution or generation arrived while this
+    /// attempt was current (AC .16: a stale generation stops automatic recovery).
+    stale_diagnostic: bool,
     /// Whether the attempt began after the retry lifecycle was retired: only such an attempt
-    /// re-opens it, once its identity is fully bound.
+    /// re-opens it, once its identity is fully bound and new.
     after_retirement: bool,
+    registration: Registration,
     /// The terminal outcome, once the prompt settled: immutable, so a re-delivered terminal
     /// event gets the same answer whatever arrived in between.
     settled: Option<Outcome>,
@@ -62,9 +100,14 @@ pub(crate) struct PromptEvidence {
     provider_id: String,
     /// Whether Cursor's `RetriableError` chunks form the barrier in this session.
     retriable_error_barrier: bool,
-    model_id: Option<String>,
+    model: Option<SettledModel>,
     attempt: Option<Attempt>,
     retired: bool,
+    /// Per execution, the highest generation a record of this session has held in full: an
+    /// identity at or below it is not a new attempt.
+    highest_generation: HashMap<String, u64>,
+    /// An event of the session could not be read: nothing is automatic any more.
+    poisoned: bool,
 }
 
 impl PromptEvidence {
@@ -73,9 +116,11 @@ impl PromptEvidence {
         PromptEvidence {
             provider_id: profile.provider_id().to_owned(),
             retriable_error_barrier: profile.retriable_error_barrier(),
-            model_id: None,
+            model: None,
             attempt: None,
             retired: false,
+            highest_generation: HashMap::new(),
+            poisoned: false,
         }
     }
 
@@ -88,29 +133,126 @@ impl PromptEvidence {
             .map(|diagnostic| diagnostic.code.as_str())
     }
 
-    /// A prompt attempt begins; it replaces any earlier record of the session.
+    /// A prompt attempt begins; it replaces any earlier record of the session, unless it names
+    /// the current record's full identity again (a repeated begin keeps the record, fences
+    /// included). A record whose full identity an earlier record already held starts poisoned:
+    /// that attempt's evidence is gone, so nothing about it can be known.
     pub(crate) fn begin(&mut self, claim: &Claim) -> Outcome {
+        let execution = claim.execution_id.as_deref().filter(|id| !id.is_empty());
+        if let Some(attempt) = &self.attempt
+            && execution.is_some()
+            && claim.generation != 0
+            && attempt.execution_id.as_deref() == execution
+            && attempt.generation == claim.generation
+        {
+            return Outcome::AttemptRepeated;
+        }
+        // The settled model belongs to its execution: a begin of another or an unknown one
+        // (a launch) leaves the next projection without it.
+        if self.model.as_ref().is_some_and(|model| {
+            model.execution_id.is_none() || model.execution_id.as_deref() != execution
+        }) {
+            self.model = None;
+        }
         self.attempt = Some(Attempt {
-            execution_id: claim.execution_id.clone().filter(|id| !id.is_empty()),
+            execution_id: execution.map(str::to_owned),
             generation: claim.generation,
             evidence_known: true,
             output: false,
             effect: false,
             diagnostic: None,
             cursor_pending: None,
+            stale_diagnostic: false,
             after_retirement: self.retired,
+            registration: Registration::Partial,
             settled: None,
         });
-        self.reopen_if_bound();
+        if self.register(true) == Registration::Reused {
+            return Outcome::Poisoned;
+        }
         Outcome::AttemptBegan
     }
 
-    /// The session settled its model.
-    pub(crate) fn settle_model(&mut self, model_id: &str) -> Outcome {
+    /// The session settled its model, under `execution_id` (absent: the current record's).
+    pub(crate) fn settle_model(&mut self, model_id: &str, execution_id: Option<&str>) -> Outcome {
         if !model_id.is_empty() {
-            self.model_id = Some(model_id.to_owned());
+            let execution_id = execution_id
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned)
+                .or_else(|| self.attempt.as_ref().and_then(|a| a.execution_id.clone()));
+            self.model = Some(SettledModel {
+                execution_id,
+                model_id: model_id.to_owned(),
+            });
         }
         Outcome::ModelSettled
+    }
+
+    /// The model a projection for a failure claiming `claim` carries: the one settled under
+    /// the failing attempt's execution (the record's, or the claim's when the record has none
+    /// yet); none for a claim that contradicts the record.
+    fn projected_model(&self, claim: &Claim) -> Option<&str> {
+        let model = self.model.as_ref()?;
+        let record = self
+            .attempt
+            .as_ref()
+            .and_then(|attempt| attempt.execution_id.as_deref());
+        let claimed = claim.execution_id.as_deref().filter(|id| !id.is_empty());
+        if let (Some(record), Some(claimed)) = (record, claimed)
+            && record != claimed
+        {
+            return None;
+        }
+        let carried = match (model.execution_id.as_deref(), record.or(claimed)) {
+            // Settled under the current record before its execution was known.
+            (None, _) => record.is_none(),
+            (Some(settled), Some(failing)) => settled == failing,
+            (Some(_), None) => false,
+        };
+        carried.then_some(model.model_id.as_str())
+    }
+
+    /// Notes the current record's identity once it is complete: new, or reused (poisoned).
+    /// A new identity completed by a begin or a bind (`binding`) re-opens a lifecycle retired
+    /// before the attempt began; one completed by adopting an event's claim does not (F.6: the
+    /// attempt must bind its full identity). Also gives a model settled before the execution
+    /// was known the execution it was settled under.
+    fn register(&mut self, binding: bool) -> Registration {
+        let Some(attempt) = self.attempt.as_mut() else {
+            return Registration::Partial;
+        };
+        if let (Some(execution), Some(model)) = (&attempt.execution_id, self.model.as_mut())
+            && model.execution_id.is_none()
+        {
+            model.execution_id = Some(execution.clone());
+        }
+        if attempt.registration != Registration::Partial {
+            return attempt.registration;
+        }
+        let Some(execution) = attempt.execution_id.clone() else {
+            return Registration::Partial;
+        };
+        if attempt.generation == 0 {
+            return Registration::Partial;
+        }
+        let highest = self.highest_generation.entry(execution).or_insert(0);
+        if attempt.generation > *highest {
+            *highest = attempt.generation;
+            attempt.registration = Registration::New;
+            if attempt.after_retirement && binding {
+                self.retired = false;
+            }
+        } else {
+            attempt.registration = Registration::Reused;
+            attempt.evidence_known = false;
+        }
+        attempt.registration
+    }
+
+    /// An event of the session could not be read: every later verdict is manual.
+    pub(crate) fn poison_session(&mut self) -> Outcome {
+        self.poisoned = true;
+        Outcome::SessionPoisoned
     }
 
     /// A partial utility result (output).
@@ -138,32 +280,27 @@ impl PromptEvidence {
         lifecycle: Option<&LifecycleSnapshot>,
     ) -> Outcome {
         if let Some(settled) = self.settled(claim) {
-            return settled;
+            return duplicate(settled);
         }
-        let projection = project_prompt_error(error, &self.provider_id, self.model_id.as_deref());
-        self.failed(bundle, claim, projection, occurred_at, lifecycle)
+        // The projection carries the model settled under the failing execution, as it is now.
+        let projection =
+            project_prompt_error(error, &self.provider_id, self.projected_model(claim));
+        let terminal = Terminal {
+            raw: &error.message,
+            structured: true,
+        };
+        self.failed(bundle, claim, projection, terminal, occurred_at, lifecycle)
     }
 
-    /// The retry lifecycle was retired: evidence reads as unknown until a new attempt binds
-    /// its full identity.
+    /// The retry lifecycle was retired: evidence reads as unknown until a new attempt (one
+    /// begun after the retirement, whose full identity no earlier record held) binds in full.
     pub(crate) fn retire(&mut self) -> Outcome {
         self.retired = true;
-        // The current attempt began after this retirement: it can never re-open it.
+        // The current attempt began before this retirement: it can never re-open it.
         if let Some(attempt) = self.attempt.as_mut() {
             attempt.after_retirement = false;
         }
         Outcome::Retired
-    }
-
-    /// A retired lifecycle re-opens only once a new attempt's full identity is bound.
-    fn reopen_if_bound(&mut self) {
-        if let Some(attempt) = &self.attempt
-            && attempt.after_retirement
-            && attempt.execution_id.is_some()
-            && attempt.generation != 0
-        {
-            self.retired = false;
-        }
     }
 
     /// The attempt's execution id and generation became known.
@@ -188,7 +325,9 @@ impl PromptEvidence {
         if attempt.generation == 0 {
             attempt.generation = claim.generation;
         }
-        self.reopen_if_bound();
+        if self.register(true) == Registration::Reused {
+            return Outcome::Poisoned;
+        }
         Outcome::Bound
     }
 
@@ -225,10 +364,13 @@ impl PromptEvidence {
     fn current(&mut self, claim: &Claim) -> Result<&mut Attempt, Outcome> {
         let attempt = self.attempt.as_mut().ok_or(Outcome::NoRecord)?;
         match Self::correlate(attempt, claim) {
-            Correlation::Current => Ok(attempt),
-            Correlation::Stale => Err(Outcome::Stale),
-            Correlation::Poisoned => Err(Outcome::Poisoned),
+            Correlation::Current => {}
+            Correlation::Stale => return Err(Outcome::Stale),
+            Correlation::Poisoned => return Err(Outcome::Poisoned),
         }
+        // An adopted value may have completed the identity.
+        self.register(false);
+        self.attempt.as_mut().ok_or(Outcome::NoRecord)
     }
 
     fn fence(&mut self, claim: &Claim, fence: Fence) -> Outcome {
@@ -258,6 +400,10 @@ impl PromptEvidence {
     }
 
     /// A streamed chunk; `marked` is the provider-diagnostic candidate marker.
+    ///
+    /// Any assistant or thought text counts, whitespace included (only the empty text and a
+    /// user echo count as nothing): a whitespace-only chunk closes the output fence, but it is
+    /// no sign that Cursor resumed, so it leaves a pending Cursor marker pending.
     pub(crate) fn chunk(
         &mut self,
         bundle: &Bundle,
@@ -266,13 +412,21 @@ impl PromptEvidence {
         text: &str,
         marked: bool,
     ) -> Outcome {
-        if role == Role::User || text.trim().is_empty() {
+        if role == Role::User || text.is_empty() {
             return Outcome::Nothing;
         }
         let provider_id = self.provider_id.clone();
         let barrier = self.retriable_error_barrier;
         let attempt = match self.current(claim) {
             Ok(attempt) => attempt,
+            Err(Outcome::Stale) if marked && role == Role::Assistant => {
+                // A provider diagnostic of another generation: it proves nothing about the
+                // current attempt, and AC .16 says it stops automatic recovery.
+                if let Some(attempt) = self.attempt.as_mut() {
+                    attempt.stale_diagnostic = true;
+                }
+                return Outcome::StaleProviderDiagnostic;
+            }
             Err(outcome) => return outcome,
         };
         if barrier
@@ -284,7 +438,7 @@ impl PromptEvidence {
             attempt.cursor_pending = Some(observed);
             return Outcome::CursorMarkerPending;
         }
-        let superseded = attempt.cursor_pending.take().is_some();
+        let superseded = !text.trim().is_empty() && attempt.cursor_pending.take().is_some();
         if marked && role == Role::Assistant {
             let outcome = Self::diagnostic(bundle, &provider_id, attempt, text);
             return match (superseded, outcome) {
@@ -303,28 +457,29 @@ impl PromptEvidence {
         }
     }
 
-    /// A marked chunk (reference §D.3 `observeProviderDiagnostic`).
+    /// A marked chunk (reference §D.3 `observeProviderDiagnostic`, with AC .20/.21 deciding
+    /// where the two disagree): the marker is trusted as carried and a marked chunk never
+    /// clears a recorded diagnostic. Its text is classified only for its code: the first
+    /// marked chunk before any output or tool activity is recorded when that code is
+    /// high-confidence and fallback-eligible; otherwise it is output no terminal can explain.
     fn diagnostic(
         bundle: &Bundle,
         provider_id: &str,
         attempt: &mut Attempt,
         text: &str,
     ) -> Outcome {
-        let classification = classify_text(bundle, provider_id, text);
-        if !fallback_eligible(&classification) {
+        if attempt.diagnostic.is_some() || attempt.output || attempt.effect {
+            // First wins; a later marked chunk neither overwrites nor clears it (AC .21, .23).
             attempt.output = true;
-            attempt.diagnostic = None;
-            return Outcome::ProviderDiagnosticDemoted;
-        }
-        if attempt.output || attempt.effect || attempt.diagnostic.is_some() {
             return Outcome::ProviderDiagnosticIgnored;
         }
-        // The marked chunk is output too; the correlation decides whether it is explained.
         attempt.output = true;
-        attempt.diagnostic = Some(Diagnostic {
-            code: classification.code.clone(),
-            text: normalize_provider_diagnostic(text),
-        });
+        let classification = classify_text(bundle, provider_id, text);
+        if !fallback_eligible(&classification) || normalize_provider_diagnostic(text).is_empty() {
+            return Outcome::ProviderDiagnosticDemoted;
+        }
+        // The marked chunk is output too; the correlation decides whether it is explained.
+        attempt.diagnostic = Some(Diagnostic::new(classification.code.clone(), text));
         Outcome::ProviderDiagnosticRecorded {
             code: classification.code,
         }
@@ -338,7 +493,7 @@ impl PromptEvidence {
         occurred_at: &str,
     ) -> Outcome {
         if let Some(settled) = self.settled(claim) {
-            return settled;
+            return duplicate(settled);
         }
         let pending = match self.current(claim) {
             Ok(attempt) => attempt.cursor_pending.take(),
@@ -348,7 +503,11 @@ impl PromptEvidence {
             // The barrier: the prompt settled with a marker still pending, so Cursor gave up.
             Some(observed) => {
                 let projection = ProviderProjection::cursor_retriable(&observed, &self.provider_id);
-                self.failed(bundle, claim, projection, occurred_at, None)
+                let terminal = Terminal {
+                    raw: &observed,
+                    structured: false,
+                };
+                self.failed(bundle, claim, projection, terminal, occurred_at, None)
             }
             None => {
                 if let Some(attempt) = self.attempt.as_mut() {
@@ -364,19 +523,25 @@ impl PromptEvidence {
         bundle: &Bundle,
         claim: &Claim,
         projection: ProviderProjection,
+        terminal: Terminal<'_>,
         occurred_at: &str,
         lifecycle: Option<&LifecycleSnapshot>,
     ) -> Outcome {
         let now = faultline_runtime::parse_instant(occurred_at).unwrap_or(SystemTime::UNIX_EPOCH);
         let provider_id = self.provider_id.clone();
         let (safety, recorded, phase, current) =
-            self.safety(bundle, claim, projection.message(), lifecycle);
+            self.safety(bundle, claim, projection.message(), terminal, lifecycle);
         let mut evidence = Evidence::new()
             .with_phase(phase)
             .with_stderr(projection.message());
         evidence.provider_id = (!provider_id.is_empty()).then_some(provider_id);
         let classification = bundle.classify_at(&evidence, now);
-        let disposition = if safety.is_safe() && recoverable(&classification) {
+        // Cursor's `RetriableError`, at the barrier or as a prompt error: same provider only
+        // (AC .15), whatever its code's fallback flag says.
+        let same_provider_only = self.retriable_error_barrier
+            && (!terminal.structured
+                || cursor::retriable_chunk(terminal.raw) != RetriableChunk::Ordinary);
+        let disposition = if safety.is_safe() && recoverable(&classification, same_provider_only) {
             Disposition::Automatic
         } else {
             Disposition::Manual
@@ -387,6 +552,8 @@ impl PromptEvidence {
             recorded_provider_diagnostic: recorded,
             safety,
             disposition,
+            same_provider_only,
+            duplicate: false,
         }));
         if current && let Some(attempt) = self.attempt.as_mut() {
             attempt.settled = Some(outcome.clone());
@@ -415,29 +582,39 @@ impl PromptEvidence {
             return None;
         }
         Self::correlate(attempt, claim);
+        self.register(false);
         Some(settled)
     }
 
     /// The pre-result predicate (reference §D.1, §D.4), failing closed on every missing piece;
-    /// also the lifecycle phase the evidence implies (§A.6).
+    /// also the lifecycle phase the evidence implies (§A.6). `projected` is the projection's
+    /// message (what the terminal classifies as); containment reads `terminal.raw`.
     fn safety(
         &mut self,
         bundle: &Bundle,
         claim: &Claim,
-        terminal: &str,
+        projected: &str,
+        terminal: Terminal<'_>,
         lifecycle: Option<&LifecycleSnapshot>,
     ) -> (Safety, Option<String>, Phase, bool) {
         let provider_id = self.provider_id.clone();
-        let retired = self.retired;
+        let poisoned = self.poisoned;
         let Some(attempt) = self.attempt.as_mut() else {
-            return (Safety::NoRecord, None, Phase::Streaming, false);
+            let safety = if poisoned {
+                Safety::SessionPoisoned
+            } else {
+                Safety::NoRecord
+            };
+            return (safety, None, Phase::Streaming, false);
         };
         let correlation = Self::correlate(attempt, claim);
         if correlation != Correlation::Current {
             // Stale or identity-less evidence changes nothing: not the record, not the
             // pending Cursor marker, and its snapshot is not imported.
             let recorded = attempt.diagnostic.as_ref().map(|d| d.code.clone());
-            let safety = if retired {
+            let safety = if poisoned {
+                Safety::SessionPoisoned
+            } else if self.retired {
                 Safety::LifecycleRetired
             } else if correlation == Correlation::Stale {
                 Safety::Stale
@@ -446,6 +623,12 @@ impl PromptEvidence {
             };
             return (safety, recorded, Phase::Streaming, false);
         }
+        // An adopted value may have completed the identity (and re-opened the lifecycle).
+        self.register(false);
+        let retired = self.retired;
+        let Some(attempt) = self.attempt.as_mut() else {
+            return (Safety::NoRecord, None, Phase::Streaming, false);
+        };
         // A prompt error is the one failure; a pending Cursor marker is moot.
         attempt.cursor_pending = None;
         let mut output = attempt.output;
@@ -468,10 +651,7 @@ impl PromptEvidence {
                 if !eligible {
                     lifecycle_output = true;
                 } else if attempt.diagnostic.is_none() && !attempt.output && !attempt.effect {
-                    attempt.diagnostic = Some(Diagnostic {
-                        code: classification.code,
-                        text: normalize_provider_diagnostic(text),
-                    });
+                    attempt.diagnostic = Some(Diagnostic::new(classification.code, text));
                 }
                 output = true;
             }
@@ -490,11 +670,11 @@ impl PromptEvidence {
             Phase::PromptSend
         };
         let recorded = attempt.diagnostic.as_ref().map(|d| d.code.clone());
-        let safety = if retired {
+        let safety = if poisoned {
+            Safety::SessionPoisoned
+        } else if retired {
             Safety::LifecycleRetired
-        } else if correlation == Correlation::Stale {
-            Safety::Stale
-        } else if correlation == Correlation::Poisoned || !known {
+        } else if !known {
             Safety::EvidenceUnknown
         } else if attempt.execution_id.is_none() {
             Safety::MissingExecution
@@ -504,13 +684,19 @@ impl PromptEvidence {
             Safety::EffectObserved
         } else if lifecycle_output {
             Safety::OutputObserved
+        } else if attempt.stale_diagnostic {
+            Safety::StaleProviderDiagnostic
         } else if !output {
             Safety::Safe
+        } else if !terminal.structured {
+            // AC .16's exemption is for a structured `session/prompt` error: a prompt that
+            // returned successfully explains no diagnostic, so it stays output.
+            Safety::OutputObserved
         } else {
             match &attempt.diagnostic {
                 None => Safety::OutputObserved,
                 Some(diagnostic) => {
-                    let terminal_classification = classify_text(bundle, &provider_id, terminal);
+                    let terminal_classification = classify_text(bundle, &provider_id, projected);
                     let terminal_code = if fallback_eligible(&terminal_classification) {
                         terminal_classification.code
                     } else {
@@ -521,8 +707,10 @@ impl PromptEvidence {
                             recorded: diagnostic.code.clone(),
                             terminal: terminal_classification_name(&terminal_code),
                         }
-                    } else if diagnostic.text.is_empty()
-                        || !normalize_provider_diagnostic(terminal).contains(&diagnostic.text)
+                    } else if !diagnostic
+                        .text
+                        .as_deref()
+                        .is_some_and(|text| provider_diagnostic_contained(text, terminal.raw))
                     {
                         Safety::ProviderDiagnosticNotContained {
                             code: diagnostic.code.clone(),
@@ -536,6 +724,27 @@ impl PromptEvidence {
             }
         };
         (safety, recorded, phase, true)
+    }
+}
+
+/// The terminal failure's raw text, and whether it is a structured `session/prompt` error
+/// (`false`: Cursor's barrier failure, after a prompt that returned successfully).
+#[derive(Debug, Clone, Copy)]
+struct Terminal<'a> {
+    raw: &'a str,
+    structured: bool,
+}
+
+/// A re-delivered terminal event of a settled attempt: the settled verdict again, marked as a
+/// duplicate and manual, so it never authorises anything anew; a completion stays one.
+fn duplicate(settled: Outcome) -> Outcome {
+    match settled {
+        Outcome::Failed(mut verdict) => {
+            verdict.duplicate = true;
+            verdict.disposition = Disposition::Manual;
+            Outcome::Failed(verdict)
+        }
+        other => other,
     }
 }
 

@@ -21,7 +21,7 @@ use common::{corpus, corpus_files, render};
 use faultline_acp::dialect::recovery_profile;
 use faultline_acp::event::ChunkRole;
 use faultline_recovery::projection::project_prompt_error;
-use faultline_recovery::prompt::{Claim, Role, provider_diagnostic_candidate};
+use faultline_recovery::prompt::{Claim, Disposition, Role, provider_diagnostic_candidate};
 use faultline_recovery::response_attempt::ToolScope;
 use faultline_recovery::{Recovery, RecoveryEvent as Event};
 use faultline_replay::fixture::{
@@ -195,9 +195,22 @@ fn ac_18_replay_is_deterministic_twice_and_over_a_stale_record() {
         }
         let planted = replay_recovery_in(&BUNDLE, &fixture, &mut session).unwrap();
         assert_eq!(first, planted, "{}", fixture.name);
-        // And replaying again in the same session gives the same verdict.
+        // Replaying again in the same session begins the same attempt again, which keeps it
+        // (issue 17): its failure is the settled verdict, re-delivered, so a duplicate that
+        // authorises nothing.
         let again = replay_recovery_in(&BUNDLE, &fixture, &mut session).unwrap();
-        assert_eq!(first, again, "{}", fixture.name);
+        assert!(again.verdict.duplicate, "{}", fixture.name);
+        assert_eq!(
+            again.verdict.disposition,
+            Disposition::Manual,
+            "{}",
+            fixture.name
+        );
+        let mut undone = again.clone();
+        undone.verdict.duplicate = false;
+        undone.verdict.disposition = first.verdict.disposition;
+        undone.pre_result_safe = first.pre_result_safe;
+        assert_eq!(first, undone, "{}", fixture.name);
     }
 }
 

@@ -274,7 +274,7 @@ impl json_lines::Answers for Classifier<'_> {
     }
 
     fn error_line(
-        &self,
+        &mut self,
         input: &str,
         number: usize,
         id: Option<&Value>,

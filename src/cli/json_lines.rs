@@ -77,9 +77,10 @@ pub trait Answers {
     fn answer(&mut self, line: Line<'_>) -> Result<String, LineError>;
 
     /// The output line that stands for a line that could not be answered. `id` is the line's
-    /// own `id`, when it had a valid one.
+    /// own `id`, when it had a valid one. It may change the command's state: `recover` must
+    /// know that an event of a session was lost.
     fn error_line(
-        &self,
+        &mut self,
         input: &str,
         number: usize,
         id: Option<&Value>,

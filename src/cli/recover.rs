@@ -3,6 +3,11 @@
 //! each event — what it did to the prompt-attempt evidence and each terminal verdict with its
 //! reason, the transcript records to retract, the retry-notice store operations — for
 //! orchestrator authors debugging a session. The log format is docs/recovery.md's.
+//!
+//! A line that cannot be read is still answered (with an error object, as the JSON-lines
+//! protocol says), but the replay does not pretend it never happened: the event it held is
+//! lost, so its session is poisoned (every later verdict manual), and when even the session
+//! cannot be told, every session is — those seen so far and those that appear later.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,29 +42,32 @@ pub struct Args {
     json: bool,
 }
 
-/// One log line: an event, the session it belongs to (`session`, default `default`), and on a
-/// session's first line optionally its adapter's `provider_id`.
-fn parse(
-    mut fields: Map<String, Value>,
-) -> Result<(String, Option<String>, RecoveryEvent), LineError> {
-    let mut text = |key: &str| match fields.remove(key) {
+/// One log line's `session` (default `default`).
+fn session_of(fields: &mut Map<String, Value>) -> Result<String, LineError> {
+    string_field(fields, "session").map(|session| session.unwrap_or_else(|| "default".to_owned()))
+}
+
+/// A string field of a log line, taken out of it.
+fn string_field(fields: &mut Map<String, Value>, key: &str) -> Result<Option<String>, LineError> {
+    match fields.remove(key) {
         None => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
         Some(other) => Err(LineError::field(
             key,
             format!("expected a string, found {}", json_lines::kind(&other)),
         )),
-    };
-    let session = text("session")?.unwrap_or_else(|| "default".to_owned());
-    let provider = text("provider_id")?;
-    let event: RecoveryEvent = super::classify::typed(fields)?;
-    Ok((session, provider, event))
+    }
 }
 
 fn describe_outcome(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Failed(verdict) => format!(
-            "terminal failure `{}` → {} ({}, {}, rule {}); {}; recovery: {}{}",
+            "{}terminal failure `{}` → {} ({}, {}, rule {}); {}; recovery: {}{}{}",
+            if verdict.duplicate {
+                "re-delivered (duplicate, authorises nothing): "
+            } else {
+                ""
+            },
             verdict.projection.message(),
             verdict.classification.code,
             verdict.classification.class,
@@ -70,6 +78,11 @@ fn describe_outcome(outcome: &Outcome) -> String {
                 Disposition::Automatic => "automatic",
                 Disposition::Manual => "manual",
             },
+            if verdict.same_provider_only {
+                ", same provider only (no fallback)"
+            } else {
+                ""
+            },
             verdict
                 .recorded_provider_diagnostic
                 .as_ref()
@@ -77,6 +90,15 @@ fn describe_outcome(outcome: &Outcome) -> String {
                 .unwrap_or_default(),
         ),
         Outcome::AttemptBegan => "attempt began (earlier evidence replaced)".to_owned(),
+        Outcome::AttemptRepeated => {
+            "the current attempt began again: its evidence is kept".to_owned()
+        }
+        Outcome::StaleProviderDiagnostic => {
+            "a provider diagnostic of another execution or generation: no automatic recovery for the current attempt".to_owned()
+        }
+        Outcome::SessionPoisoned => {
+            "an event of the session could not be read: every later verdict is manual".to_owned()
+        }
         Outcome::Bound => "identity bound".to_owned(),
         Outcome::Poisoned => "identity missing or conflicting: evidence poisoned".to_owned(),
         Outcome::Stale => "another execution or generation: ignored".to_owned(),
@@ -200,6 +222,82 @@ struct Replay<'a> {
     bundle: &'a Bundle,
     args: &'a Args,
     sessions: BTreeMap<String, Recovery>,
+    /// A line whose session could not be told was lost: every session, later ones included,
+    /// is poisoned.
+    poison_every_session: bool,
+    /// The sessions the line being answered poisoned because it could not be read (set by
+    /// `answer`, reported by `error_line`).
+    poisoned_by_line: Option<Vec<String>>,
+}
+
+impl Replay<'_> {
+    /// The session's engine, created on its first line for the adapter `provider` names (a
+    /// session that appears after a lost line of unknown session starts poisoned).
+    fn session(&mut self, session_id: &str, provider: Option<String>) -> &mut Recovery {
+        let bundle = self.bundle;
+        let poisoned = self.poison_every_session;
+        let default_provider = &self.args.provider;
+        self.sessions
+            .entry(session_id.to_owned())
+            .or_insert_with(|| {
+                let mut recovery = Recovery::new(recovery_profile(
+                    &provider.unwrap_or_else(|| default_provider.clone()),
+                ));
+                if poisoned {
+                    let _poisoned = recovery.apply(bundle, RecoveryEvent::EventUnreadable);
+                }
+                recovery
+            })
+    }
+
+    /// A line of `session_id` could not be read: its event is lost.
+    fn poison(&mut self, session_id: &str, provider: Option<String>) -> Vec<String> {
+        let bundle = self.bundle;
+        let recovery = self.session(session_id, provider);
+        let _poisoned = recovery.apply(bundle, RecoveryEvent::EventUnreadable);
+        vec![session_id.to_owned()]
+    }
+
+    /// A line whose session cannot be told could not be read: every session is poisoned.
+    fn poison_all(&mut self) -> Vec<String> {
+        self.poison_every_session = true;
+        for recovery in self.sessions.values_mut() {
+            let _poisoned = recovery.apply(self.bundle, RecoveryEvent::EventUnreadable);
+        }
+        self.sessions.keys().cloned().collect()
+    }
+
+    /// The line's session and event; a line that cannot be read poisons what it may have
+    /// belonged to.
+    fn read(
+        &mut self,
+        mut fields: Map<String, Value>,
+    ) -> Result<(String, RecoveryEvent), LineError> {
+        let session_id = match session_of(&mut fields) {
+            Ok(session_id) => session_id,
+            Err(error) => {
+                self.poisoned_by_line = Some(self.poison_all());
+                return Err(error);
+            }
+        };
+        let provider = match string_field(&mut fields, "provider_id") {
+            Ok(provider) => provider,
+            Err(error) => {
+                self.poisoned_by_line = Some(self.poison(&session_id, None));
+                return Err(error);
+            }
+        };
+        match super::classify::typed::<RecoveryEvent>(fields) {
+            Ok(event) => {
+                self.session(&session_id, provider);
+                Ok((session_id, event))
+            }
+            Err(error) => {
+                self.poisoned_by_line = Some(self.poison(&session_id, provider));
+                Err(error)
+            }
+        }
+    }
 }
 
 impl json_lines::Answers for Replay<'_> {
@@ -208,18 +306,16 @@ impl json_lines::Answers for Replay<'_> {
     }
 
     fn answer(&mut self, line: json_lines::Line<'_>) -> Result<String, LineError> {
-        let (session_id, provider, event) = parse(line.fields)?;
+        let (session_id, event) = self.read(line.fields)?;
         let transcript_record = matches!(
             event,
             RecoveryEvent::RecordAllocated { .. } | RecoveryEvent::RecordContinued { .. }
         );
-        let recovery = self.sessions.entry(session_id.clone()).or_insert_with(|| {
-            Recovery::new(recovery_profile(
-                &provider.unwrap_or_else(|| self.args.provider.clone()),
-            ))
-        });
-        let effects = recovery.apply(self.bundle, event);
-        Ok(if self.args.json {
+        let bundle = self.bundle;
+        let args = self.args;
+        let recovery = self.session(&session_id, None);
+        let effects = recovery.apply(bundle, event);
+        Ok(if args.json {
             // The evidence outcome keeps its own key; every other effect is listed in order.
             let mut answer = Map::new();
             answer.insert("line".to_owned(), Value::from(line.number));
@@ -251,21 +347,44 @@ impl json_lines::Answers for Replay<'_> {
     }
 
     fn error_line(
-        &self,
+        &mut self,
         input: &str,
         number: usize,
         id: Option<&Value>,
         error: &LineError,
     ) -> String {
+        // A line that never reached `answer` (not JSON, too long, a bad `id`) names no session
+        // that can be trusted: every session is poisoned.
+        let poisoned = match self.poisoned_by_line.take() {
+            Some(poisoned) => poisoned,
+            None => self.poison_all(),
+        };
+        let later = self.poison_every_session;
         if self.args.json {
-            json_lines::error_object(input, number, id, error)
+            let mut object: Map<String, Value> =
+                serde_json::from_str(&json_lines::error_object(input, number, id, error))
+                    .unwrap_or_default();
+            let mut detail = Map::new();
+            detail.insert("sessions".to_owned(), Value::from(poisoned));
+            detail.insert("later_sessions".to_owned(), Value::from(later));
+            object.insert("poisoned".to_owned(), Value::Object(detail));
+            Value::Object(object).to_string()
         } else {
             let field = error
                 .field
                 .as_ref()
                 .map(|field| format!("field `{field}`: "))
                 .unwrap_or_default();
-            format!("{input}:{number} error: {field}{}", error.message)
+            let names: Vec<String> = poisoned.iter().map(|name| format!("`{name}`")).collect();
+            let sessions = match (names.is_empty(), later) {
+                (true, _) => "every later session is".to_owned(),
+                (false, true) => format!("{} and every later session are", names.join(", ")),
+                (false, false) => format!("session {} is", names.join(", ")),
+            };
+            format!(
+                "{input}:{number} error: {field}{}; the event is lost, so {sessions} poisoned: every later verdict is manual",
+                error.message
+            )
         }
     }
 }
@@ -285,6 +404,8 @@ pub fn run(args: &Args) -> Exit {
             bundle: &bundle,
             args,
             sessions: BTreeMap::new(),
+            poison_every_session: false,
+            poisoned_by_line: None,
         },
     )
 }
