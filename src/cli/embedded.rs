@@ -32,6 +32,22 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/providers/openrouter.rules"),
     ),
     (
+        "providers/google.rules",
+        include_str!("../../catalogue/providers/google.rules"),
+    ),
+    (
+        "providers/bedrock.rules",
+        include_str!("../../catalogue/providers/bedrock.rules"),
+    ),
+    (
+        "providers/azure.rules",
+        include_str!("../../catalogue/providers/azure.rules"),
+    ),
+    (
+        "sdks.rules",
+        include_str!("../../catalogue/sdks.rules"),
+    ),
+    (
         "agents/claude.rules",
         include_str!("../../catalogue/agents/claude.rules"),
     ),
