@@ -43,10 +43,7 @@ pub const FILES: &[(&str, &str)] = &[
         "providers/azure.rules",
         include_str!("../../catalogue/providers/azure.rules"),
     ),
-    (
-        "sdks.rules",
-        include_str!("../../catalogue/sdks.rules"),
-    ),
+    ("sdks.rules", include_str!("../../catalogue/sdks.rules")),
     (
         "agents/claude.rules",
         include_str!("../../catalogue/agents/claude.rules"),
