@@ -20,8 +20,65 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/managed_policy.rules"),
     ),
     (
-        "providers.rules",
-        include_str!("../../catalogue/providers.rules"),
+        "providers/anthropic.rules",
+        include_str!("../../catalogue/providers/anthropic.rules"),
+    ),
+    (
+        "providers/openai.rules",
+        include_str!("../../catalogue/providers/openai.rules"),
+    ),
+    (
+        "providers/openrouter.rules",
+        include_str!("../../catalogue/providers/openrouter.rules"),
+    ),
+    (
+        "providers/google.rules",
+        include_str!("../../catalogue/providers/google.rules"),
+    ),
+    (
+        "providers/bedrock.rules",
+        include_str!("../../catalogue/providers/bedrock.rules"),
+    ),
+    (
+        "providers/azure.rules",
+        include_str!("../../catalogue/providers/azure.rules"),
+    ),
+    ("sdks.rules", include_str!("../../catalogue/sdks.rules")),
+    (
+        "agents/claude.rules",
+        include_str!("../../catalogue/agents/claude.rules"),
+    ),
+    (
+        "agents/codex.rules",
+        include_str!("../../catalogue/agents/codex.rules"),
+    ),
+    (
+        "agents/opencode.rules",
+        include_str!("../../catalogue/agents/opencode.rules"),
+    ),
+    (
+        "agents/copilot.rules",
+        include_str!("../../catalogue/agents/copilot.rules"),
+    ),
+    (
+        "agents/amp.rules",
+        include_str!("../../catalogue/agents/amp.rules"),
+    ),
+    (
+        "agents/cursor.rules",
+        include_str!("../../catalogue/agents/cursor.rules"),
+    ),
+    (
+        "agents/gemini.rules",
+        include_str!("../../catalogue/agents/gemini.rules"),
+    ),
+    (
+        "gateways.rules",
+        include_str!("../../catalogue/gateways.rules"),
+    ),
+    (
+        "network.rules",
+        include_str!("../../catalogue/network.rules"),
     ),
     (
         "neutral.rules",
@@ -30,10 +87,6 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "runtime.rules",
         include_str!("../../catalogue/runtime.rules"),
-    ),
-    (
-        "extended.rules",
-        include_str!("../../catalogue/extended.rules"),
     ),
     (
         "fallback.rules",
@@ -54,12 +107,22 @@ pub fn sources() -> (MemorySources, &'static Path) {
 mod tests {
     #[test]
     fn every_catalogue_file_is_embedded() {
+        // Every `.rules` file under `catalogue/`, subdirectories included, as a `/`-separated
+        // path relative to it.
+        fn walk(directory: &std::path::Path, prefix: &str, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(directory).unwrap() {
+                let entry = entry.unwrap();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if entry.file_type().unwrap().is_dir() {
+                    walk(&entry.path(), &format!("{prefix}{name}/"), found);
+                } else if name.ends_with(".rules") {
+                    found.push(format!("{prefix}{name}"));
+                }
+            }
+        }
         let directory = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue");
-        let mut on_disk: Vec<String> = std::fs::read_dir(directory)
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".rules"))
-            .collect();
+        let mut on_disk = Vec::new();
+        walk(&directory, "", &mut on_disk);
         on_disk.sort();
         let mut embedded: Vec<String> = super::FILES
             .iter()
