@@ -201,3 +201,112 @@ proptest! {
         prop_assert!(leaked(&hidden, &out).is_none(), "{}", out);
     }
 }
+
+/// A catalogue whose 429 rule reads every structured source, then the text.
+const TIMING_CATALOGUE: &str = r#"
+catalogue "structured-timing" version "structured-timing.v1"
+tiers [structured, fallback]
+
+code rate_limited {
+    class transient
+    flags [auto_retryable, fallback_allowed]
+    scope account
+}
+
+code agent_runtime_error {
+    class unclassified
+    flags []
+    scope session
+}
+
+rule http.429 {
+    code rate_limited
+    confidence high
+    tier structured
+    when http_status = 429
+    timing [try_again_at, retry_after_ms, retry_after, ratelimit_reset, body_reset]
+}
+
+rule fallback.v1 {
+    code agent_runtime_error
+    confidence low
+    tier fallback
+}
+"#;
+
+fn timing_catalogue() -> std::path::PathBuf {
+    let directory = common::scratch("structured-timing");
+    std::fs::write(directory.join("catalogue.rules"), TIMING_CATALOGUE).unwrap();
+    directory
+}
+
+#[test]
+fn structured_timing_comes_before_text_and_explain_lists_every_source() {
+    let directory = timing_catalogue();
+    let catalogue = directory.to_str().unwrap();
+    // OpenAI: `retry-after-ms` wins over the text and over a stale `retry-after`.
+    let line = r#"{"http_status":429,"headers":{"retry-after-ms":"1500","retry-after":"soon","x-ratelimit-reset-tokens":"6m0s"},"stderr":"try again at Sep 27th, 2026 3:09 AM UTC","body":{"error":{"code":"rate_limit_exceeded"}}}"#;
+    let output = classify_stdin(
+        &["--catalogue", catalogue, "--now", "2026-09-01T00:00:00Z"],
+        &format!("{line}\n"),
+    );
+    let answer: Value =
+        serde_json::from_str(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
+    assert_eq!(answer["reset_hint"], "2026-09-01T00:00:01.5Z");
+    assert_eq!(answer["retry_after"], 2);
+    let output = common::faultline(&[
+        "explain",
+        "--catalogue",
+        catalogue,
+        "--now",
+        "2026-09-01T00:00:00Z",
+        line,
+    ]);
+    let report = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        report.contains("header extractor `retry_after_ms`: 2026-09-01T00:00:01.5Z, accepted"),
+        "{report}"
+    );
+    // Google: RetryInfo in a body lifted from the text, when no header says anything.
+    let line = r#"{"http_status":429,"stderr":"[API Error: 429] {\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\":\"34s\"}]}}"}"#;
+    let output = common::faultline(&[
+        "explain",
+        "--catalogue",
+        catalogue,
+        "--now",
+        "2026-09-01T00:00:00Z",
+        line,
+    ]);
+    let report = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        report.contains("header extractor `retry_after`: nothing of that shape"),
+        "{report}"
+    );
+    assert!(
+        report.contains("body extractor `body_reset`: 2026-09-01T00:00:34Z, accepted"),
+        "{report}"
+    );
+    assert!(
+        report.contains("reset_hint 2026-09-01T00:00:34Z, retry_after 34 s"),
+        "{report}"
+    );
+    // An unreadable header is listed with why, and the text is consulted after it.
+    let line = r#"{"http_status":429,"headers":{"retry-after":"soon"},"stderr":"try again at Sep 27th, 2026 3:09 AM UTC"}"#;
+    let output = common::faultline(&[
+        "explain",
+        "--catalogue",
+        catalogue,
+        "--now",
+        "2026-09-01T00:00:00Z",
+        line,
+    ]);
+    let report = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        report.contains("header extractor `retry_after`: found, but names no instant: `retry-after`: `soon` is neither delta-seconds nor an HTTP-date"),
+        "{report}"
+    );
+    assert!(
+        report.contains("text extractor `try_again_at`: 2026-09-27T03:09:00Z, accepted"),
+        "{report}"
+    );
+}

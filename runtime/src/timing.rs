@@ -1,8 +1,8 @@
 //! Timing hints: when a quota or rate limit resets, from the evidence.
 //!
-//! A structured reset time (the evidence's `reset_hint`) beats anything read from text. Text is
-//! read only by the extractors the winning rule declares (`timing [...]`), in that order, over
-//! the raw text, and the first hint that passes validation wins:
+//! A structured reset time (the evidence's `reset_hint`) beats anything read from headers, the
+//! body or text. Text is read only by the extractors the winning rule declares (`timing
+//! [...]`), in that order, over the raw text, and the first hint that passes validation wins:
 //!
 //! - `try_again_at`: "try again at Sep 27th, 2026 3:09 PM UTC". The zone (`UTC`, `GMT`, `Z` or a
 //!   numeric offset up to ±14:00) is mandatory: a wall-clock time without one names no instant.
@@ -12,6 +12,10 @@
 //!   tomorrow in a named IANA zone. A wall-clock time the zone skips (spring gap) or repeats
 //!   (autumn fold) names no single instant, so it gives no hint.
 //! - `resets_in`: "resets in 2h 30m", a delay from now.
+//!
+//! - Structured extractors (`retry_after`, `retry_after_ms`, `ratelimit_reset`, `body_reset`)
+//!   read the response headers and the error body, and are consulted before every text
+//!   extractor of the rule, whatever the declared order.
 //!
 //! Validation: a hint must lie strictly after `now` and at most eight years ahead, so nothing
 //! stale or absurd reaches an orchestrator; how long it is willing to wait is its own policy.
@@ -26,6 +30,7 @@ use jiff::civil::{Date, DateTime};
 use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use regex::{Captures, Regex};
 
+use crate::structured::{Body, Headers};
 use crate::vocab::TimingExtractor;
 
 /// How far ahead a hint may lie: eight years of 365.25 days.
@@ -38,6 +43,9 @@ const MAX_ROLL_FORWARD_YEARS: i16 = 8;
 pub enum HintSource {
     /// The evidence's structured `reset_hint`.
     Structured,
+    /// A structured extractor of the winning rule: one that reads the response headers or the
+    /// error body ([`TimingExtractor::is_structured`]).
+    Field(TimingExtractor),
     /// A text extractor of the winning rule.
     Text(TimingExtractor),
 }
@@ -46,9 +54,22 @@ impl std::fmt::Display for HintSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HintSource::Structured => f.write_str("structured `reset_hint`"),
+            HintSource::Field(extractor @ TimingExtractor::BodyReset) => {
+                write!(f, "body extractor `{extractor}`")
+            }
+            HintSource::Field(extractor) => write!(f, "header extractor `{extractor}`"),
             HintSource::Text(extractor) => write!(f, "text extractor `{extractor}`"),
         }
     }
+}
+
+/// The structured evidence the structured extractors read.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Fields<'e> {
+    /// The response headers.
+    pub(crate) headers: Option<&'e Headers>,
+    /// The error body (the evidence's, or one lifted from its text).
+    pub(crate) body: Option<&'e Body>,
 }
 
 /// What one source gave.
@@ -153,16 +174,28 @@ pub fn format_instant(instant: SystemTime) -> String {
 
 /// Reads a reset time from `text` with `extractors`, in order, as a rule declaring them would:
 /// the first hint valid at `now`, as RFC 3339 in UTC.
+/// The structured extractors (headers, body) find nothing in a bare text.
 pub fn reset_time(text: &str, extractors: &[TimingExtractor], now: SystemTime) -> Option<String> {
-    resolve(None, extractors, text, timestamp(now), None).map(|hint| hint.rfc3339())
+    resolve(
+        None,
+        extractors,
+        text,
+        Fields::default(),
+        timestamp(now),
+        None,
+    )
+    .map(|hint| hint.rfc3339())
 }
 
-/// The timing stage: the structured hint if it is valid, otherwise the first valid text hint
-/// of the winning rule's extractors. Records every source consulted into `steps`.
+/// The timing stage: the structured hint if it is valid, otherwise the first valid hint of the
+/// winning rule's structured extractors (headers and body), in declared order, otherwise the
+/// first valid hint of its text extractors, in declared order. Records every source consulted
+/// into `steps`.
 pub(crate) fn resolve(
     structured: Option<&str>,
     extractors: &[TimingExtractor],
     raw: &str,
+    fields: Fields<'_>,
     now: Timestamp,
     mut steps: Option<&mut Vec<HintStep>>,
 ) -> Option<ResetHint> {
@@ -189,9 +222,25 @@ pub(crate) fn resolve(
             ),
         }
     }
-    for extractor in extractors {
-        let source = HintSource::Text(*extractor);
-        match extract(*extractor, raw, now) {
+    // Structured before text, whatever the declared order.
+    let ordered = extractors
+        .iter()
+        .filter(|extractor| extractor.is_structured())
+        .chain(
+            extractors
+                .iter()
+                .filter(|extractor| !extractor.is_structured()),
+        );
+    for extractor in ordered {
+        let (source, extracted) = if extractor.is_structured() {
+            (
+                HintSource::Field(*extractor),
+                extract_structured(*extractor, fields, now),
+            )
+        } else {
+            (HintSource::Text(*extractor), extract(*extractor, raw, now))
+        };
+        match extracted {
             Extracted::Absent => record(source, HintOutcome::Absent),
             Extracted::Unreadable(reason) => record(source, HintOutcome::Unreadable(reason)),
             Extracted::At(at) => match validate(at, now) {
@@ -246,6 +295,11 @@ pub(crate) fn extract(extractor: TimingExtractor, text: &str, now: Timestamp) ->
         TimingExtractor::TryAgainAt => (&TRY_AGAIN_AT, read_try_again_at),
         TimingExtractor::ResetsClock => (&RESETS_CLOCK, read_resets_clock),
         TimingExtractor::ResetsIn => (&RESETS_IN, read_resets_in),
+        // Structured extractors read no text.
+        TimingExtractor::RetryAfter
+        | TimingExtractor::RetryAfterMs
+        | TimingExtractor::RatelimitReset
+        | TimingExtractor::BodyReset => return Extracted::Absent,
     };
     let mut first_reason = None;
     for captures in pattern.captures_iter(text) {
@@ -260,6 +314,256 @@ pub(crate) fn extract(extractor: TimingExtractor, text: &str, now: Timestamp) ->
         Some(reason) => Extracted::Unreadable(reason),
         None => Extracted::Absent,
     }
+}
+
+/// The rate-limit reset headers `ratelimit_reset` reads: Go durations (OpenAI, Groq) or
+/// RFC 3339 instants (Anthropic); `anthropic-ratelimit-unified-reset` is epoch seconds.
+const RATELIMIT_RESET_HEADERS: &[&str] = &[
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+    "anthropic-ratelimit-requests-reset",
+    "anthropic-ratelimit-tokens-reset",
+    "anthropic-ratelimit-input-tokens-reset",
+    "anthropic-ratelimit-output-tokens-reset",
+    "anthropic-ratelimit-unified-reset",
+];
+
+/// Where `body_reset` looks, in order, and how each value reads.
+const BODY_RESETS: &[(&str, BodyValue)] = &[
+    // google.rpc.RetryInfo, in `error.details[]` of Gemini and Vertex bodies.
+    ("/error/details/*/retryDelay", BodyValue::Duration),
+    // Codex `usage_limit_reached`.
+    ("/error/resets_at", BodyValue::Instant),
+    ("/error/resets_in_seconds", BodyValue::Seconds),
+    // OpenRouter.
+    ("/error/metadata/retry_after_seconds", BodyValue::Seconds),
+];
+
+#[derive(Debug, Clone, Copy)]
+enum BodyValue {
+    /// A protobuf JSON duration (`34.074824224s`) or a Go duration (`900ms`).
+    Duration,
+    /// RFC 3339, or epoch seconds.
+    Instant,
+    /// A delay in seconds.
+    Seconds,
+}
+
+/// Runs one structured extractor (before validation).
+pub(crate) fn extract_structured(
+    extractor: TimingExtractor,
+    fields: Fields<'_>,
+    now: Timestamp,
+) -> Extracted {
+    let header = |name: &str| fields.headers.and_then(|headers| headers.get(name));
+    let mut candidates: Vec<(String, Result<Timestamp, String>)> = Vec::new();
+    match extractor {
+        TimingExtractor::RetryAfter => {
+            if let Some(value) = header("retry-after") {
+                candidates.push(("retry-after".to_owned(), read_retry_after(value, now)));
+            }
+        }
+        TimingExtractor::RetryAfterMs => {
+            for name in ["retry-after-ms", "x-ms-retry-after-ms"] {
+                if let Some(value) = header(name) {
+                    let read = read_seconds(value, 0.001).and_then(|delay| after(now, delay));
+                    candidates.push((name.to_owned(), read));
+                }
+            }
+        }
+        TimingExtractor::RatelimitReset => {
+            let mut latest: Option<Timestamp> = None;
+            let mut first_reason = None;
+            for name in RATELIMIT_RESET_HEADERS {
+                let Some(value) = header(name) else {
+                    continue;
+                };
+                let read = if name.ends_with("unified-reset") {
+                    read_epoch(value)
+                } else {
+                    read_reset(value, now)
+                };
+                match read {
+                    Ok(at) => latest = Some(latest.map_or(at, |latest| latest.max(at))),
+                    Err(reason) => {
+                        first_reason.get_or_insert(format!("header `{name}`: {reason}"));
+                    }
+                }
+            }
+            // Several limits may be exhausted at once: the latest reset is the one after which
+            // every one of them has reset.
+            return match (latest, first_reason) {
+                (Some(at), _) => Extracted::At(at),
+                (None, Some(reason)) => Extracted::Unreadable(reason),
+                (None, None) => Extracted::Absent,
+            };
+        }
+        TimingExtractor::BodyReset => {
+            if let Some(body) = fields.body {
+                for (pointer, shape) in BODY_RESETS {
+                    for value in body.select(pointer) {
+                        let read = match shape {
+                            BodyValue::Duration => {
+                                read_duration(&value).and_then(|delay| after(now, delay))
+                            }
+                            BodyValue::Instant => read_instant(&value),
+                            BodyValue::Seconds => {
+                                read_seconds(&value, 1.0).and_then(|delay| after(now, delay))
+                            }
+                        };
+                        candidates.push(((*pointer).to_owned(), read));
+                    }
+                }
+            }
+        }
+        TimingExtractor::TryAgainAt | TimingExtractor::ResetsClock | TimingExtractor::ResetsIn => {
+            return Extracted::Absent;
+        }
+    }
+    let mut first_reason = None;
+    for (place, read) in candidates {
+        match read {
+            Ok(at) => return Extracted::At(at),
+            Err(reason) => {
+                first_reason.get_or_insert(format!("`{place}`: {reason}"));
+            }
+        }
+    }
+    match first_reason {
+        Some(reason) => Extracted::Unreadable(reason),
+        None => Extracted::Absent,
+    }
+}
+
+/// A value quoted in a reason: header values and body strings hold no credential (ingestion
+/// removed them), but they are arbitrary text, so they are quoted as explanations show text.
+fn quoted(value: &str) -> String {
+    crate::sanitize::diagnostic(value)
+}
+
+/// `now` plus a delay in (possibly fractional) seconds, to the nanosecond.
+fn after(now: Timestamp, seconds: f64) -> Result<Timestamp, String> {
+    let delay = jiff::SignedDuration::try_from_secs_f64(seconds)
+        .map_err(|_| "the delay is too large".to_owned())?;
+    now.checked_add(delay)
+        .map_err(|_| "the delay is too large".to_owned())
+}
+
+/// A non-negative decimal number (`30`, `1.5`) times `unit` seconds, at most twice the horizon
+/// (validation then decides).
+fn read_seconds(value: &str, unit: f64) -> Result<f64, String> {
+    let seconds = read_number(value)? * unit;
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "the horizon is far below 2^52 seconds"
+    )]
+    let horizon = MAX_HORIZON_SECONDS as f64;
+    if !seconds.is_finite() || seconds > 2.0 * horizon {
+        return Err("the delay is too large".to_owned());
+    }
+    Ok(seconds)
+}
+
+/// A non-negative decimal number: digits, at most one `.`, no sign, no exponent.
+fn read_number(value: &str) -> Result<f64, String> {
+    let value = value.trim();
+    let digits = !value.is_empty()
+        && value.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && value.bytes().filter(|b| *b == b'.').count() <= 1
+        && value.bytes().next().is_some_and(|b| b.is_ascii_digit());
+    digits
+        .then(|| value.parse::<f64>().ok())
+        .flatten()
+        .filter(|number| number.is_finite())
+        .ok_or_else(|| format!("`{}` is not a non-negative number", quoted(value)))
+}
+
+/// `retry-after`: delta-seconds, or an HTTP-date (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37
+/// GMT`; the weekday must fit the date).
+fn read_retry_after(value: &str, now: Timestamp) -> Result<Timestamp, String> {
+    if value
+        .trim()
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_digit())
+    {
+        return read_seconds(value, 1.0).and_then(|delay| after(now, delay));
+    }
+    static HTTP_DATE: jiff::fmt::rfc2822::DateTimeParser =
+        jiff::fmt::rfc2822::DateTimeParser::new();
+    HTTP_DATE.parse_timestamp(value.trim()).map_err(|_| {
+        format!(
+            "`{}` is neither delta-seconds nor an HTTP-date",
+            quoted(value)
+        )
+    })
+}
+
+/// A rate-limit reset header: RFC 3339, else a Go duration from now.
+fn read_reset(value: &str, now: Timestamp) -> Result<Timestamp, String> {
+    if let Ok(at) = value.trim().parse::<Timestamp>() {
+        return Ok(at);
+    }
+    read_duration(value)
+        .and_then(|delay| after(now, delay))
+        .map_err(|_| {
+            format!(
+                "`{}` is neither an RFC 3339 instant nor a duration",
+                quoted(value)
+            )
+        })
+}
+
+/// RFC 3339, or epoch seconds (an integer or a decimal).
+fn read_instant(value: &str) -> Result<Timestamp, String> {
+    if let Ok(at) = value.trim().parse::<Timestamp>() {
+        return Ok(at);
+    }
+    read_epoch(value)
+        .map_err(|_| format!("`{}` is neither RFC 3339 nor epoch seconds", quoted(value)))
+}
+
+/// Epoch seconds, possibly fractional.
+fn read_epoch(value: &str) -> Result<Timestamp, String> {
+    let seconds =
+        read_number(value).map_err(|_| format!("`{}` is not epoch seconds", quoted(value)))?;
+    after(Timestamp::UNIX_EPOCH, seconds).map_err(|_| "out of range".to_owned())
+}
+
+/// A Go-style duration, a run of number–unit pairs (`6m0s`, `1h2m3.5s`, `20ms`, `1.5s`; units
+/// `h`, `m`, `s`, `ms`, `us`/`µs`, `ns`), or a protobuf JSON duration (`34.074824224s`), in
+/// seconds.
+fn read_duration(value: &str) -> Result<f64, String> {
+    let text = value.trim();
+    let invalid = || format!("`{}` is not a duration", quoted(text));
+    let mut rest = text;
+    let mut total = 0.0;
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(invalid)?;
+        let (number, tail) = rest.split_at(number_end);
+        let unit_end = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_end);
+        let scale = match unit {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return Err(invalid()),
+        };
+        let amount = read_seconds(number, 1.0).map_err(|_| invalid())?;
+        total += amount * scale;
+        rest = tail;
+    }
+    Ok(total)
 }
 
 #[expect(
@@ -596,6 +900,7 @@ mod tests {
             Some("2026-10-01T09:00:00Z"),
             &extractors,
             text,
+            Fields::default(),
             now,
             Some(&mut steps),
         );
@@ -611,6 +916,7 @@ mod tests {
             Some("2026-10-01T07:00:00Z"),
             &extractors,
             text,
+            Fields::default(),
             now,
             Some(&mut steps),
         );
@@ -621,10 +927,213 @@ mod tests {
         assert!(matches!(steps[0].outcome, HintOutcome::Rejected { .. }));
         // Too far ahead, and unreadable.
         assert_eq!(
-            resolve(Some("2040-01-01T00:00:00Z"), &[], "", now, None),
+            resolve(
+                Some("2040-01-01T00:00:00Z"),
+                &[],
+                "",
+                Fields::default(),
+                now,
+                None
+            ),
             None
         );
-        assert_eq!(resolve(Some("tomorrow"), &[], "", now, None), None);
+        assert_eq!(
+            resolve(Some("tomorrow"), &[], "", Fields::default(), now, None),
+            None
+        );
+    }
+
+    fn structured(
+        extractor: TimingExtractor,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+        now: &str,
+    ) -> Extracted {
+        let mut kept = Headers::new();
+        for (name, value) in headers {
+            kept.insert(name, value);
+        }
+        let body = body.map(Body::from_text);
+        let fields = Fields {
+            headers: Some(&kept),
+            body: body.as_ref(),
+        };
+        extract_structured(extractor, fields, at(now))
+    }
+
+    fn instant(extracted: Extracted) -> Option<String> {
+        match extracted {
+            Extracted::At(at) => Some(at.to_string()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_delta_seconds_and_http_dates() {
+        let now = "2026-10-01T08:00:00Z";
+        let read = |value: &str| {
+            instant(structured(
+                TimingExtractor::RetryAfter,
+                &[("Retry-After", value)],
+                None,
+                now,
+            ))
+        };
+        assert_eq!(read("30").as_deref(), Some("2026-10-01T08:00:30Z"));
+        assert_eq!(read("1.5").as_deref(), Some("2026-10-01T08:00:01.5Z"));
+        assert_eq!(
+            read("Thu, 01 Oct 2026 09:00:00 GMT").as_deref(),
+            Some("2026-10-01T09:00:00Z")
+        );
+        // The weekday must fit the date; negative and non-numeric delays are refused.
+        assert_eq!(read("Fri, 01 Oct 2026 09:00:00 GMT"), None);
+        assert_eq!(read("-5"), None);
+        assert_eq!(read("soon"), None);
+        assert!(matches!(
+            structured(
+                TimingExtractor::RetryAfter,
+                &[("retry-after", "soon")],
+                None,
+                now
+            ),
+            Extracted::Unreadable(_)
+        ));
+        assert_eq!(
+            structured(TimingExtractor::RetryAfter, &[], None, now),
+            Extracted::Absent
+        );
+    }
+
+    #[test]
+    fn retry_after_ms_reads_milliseconds() {
+        let now = "2026-10-01T08:00:00Z";
+        let hint = structured(
+            TimingExtractor::RetryAfterMs,
+            &[("retry-after-ms", "1500")],
+            None,
+            now,
+        );
+        assert_eq!(instant(hint).as_deref(), Some("2026-10-01T08:00:01.5Z"));
+        let hint = structured(
+            TimingExtractor::RetryAfterMs,
+            &[("x-ms-retry-after-ms", "20")],
+            None,
+            now,
+        );
+        assert_eq!(instant(hint).as_deref(), Some("2026-10-01T08:00:00.02Z"));
+    }
+
+    #[test]
+    fn ratelimit_reset_reads_go_durations_and_instants_and_takes_the_latest() {
+        let now = "2026-10-01T08:00:00Z";
+        let read = |headers: &[(&str, &str)]| {
+            instant(structured(
+                TimingExtractor::RatelimitReset,
+                headers,
+                None,
+                now,
+            ))
+        };
+        assert_eq!(
+            read(&[("x-ratelimit-reset-tokens", "6m0s")]).as_deref(),
+            Some("2026-10-01T08:06:00Z")
+        );
+        assert_eq!(
+            read(&[("x-ratelimit-reset-requests", "1h2m3.5s")]).as_deref(),
+            Some("2026-10-01T09:02:03.5Z")
+        );
+        assert_eq!(
+            read(&[
+                ("x-ratelimit-reset-requests", "20ms"),
+                ("x-ratelimit-reset-tokens", "1.5s")
+            ])
+            .as_deref(),
+            Some("2026-10-01T08:00:01.5Z")
+        );
+        assert_eq!(
+            read(&[("anthropic-ratelimit-tokens-reset", "2026-10-01T08:01:00Z")]).as_deref(),
+            Some("2026-10-01T08:01:00Z")
+        );
+        assert_eq!(
+            read(&[("anthropic-ratelimit-unified-reset", "1790000000")]).as_deref(),
+            Some("2026-09-21T14:13:20Z")
+        );
+        assert_eq!(read(&[("x-ratelimit-reset-tokens", "6 minutes")]), None);
+        assert_eq!(read(&[("x-ratelimit-reset-tokens", "6x")]), None);
+    }
+
+    #[test]
+    fn body_reset_reads_retry_info_and_reset_fields() {
+        let now = "2026-10-01T08:00:00Z";
+        let read =
+            |body: &str| instant(structured(TimingExtractor::BodyReset, &[], Some(body), now));
+        let google = r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure"},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"34.074824224s"}]}}"#;
+        assert_eq!(
+            read(google).as_deref(),
+            Some("2026-10-01T08:00:34.074824224Z")
+        );
+        let codex = r#"{"error":{"type":"usage_limit_reached","resets_at":1790000000}}"#;
+        assert_eq!(read(codex).as_deref(), Some("2026-09-21T14:13:20Z"));
+        let codex = r#"{"error":{"type":"usage_limit_reached","resets_in_seconds":90}}"#;
+        assert_eq!(read(codex).as_deref(), Some("2026-10-01T08:01:30Z"));
+        let router = r#"{"error":{"code":429,"metadata":{"retry_after_seconds":5}}}"#;
+        assert_eq!(read(router).as_deref(), Some("2026-10-01T08:00:05Z"));
+        let rfc = r#"{"error":{"resets_at":"2026-10-02T00:00:00Z"}}"#;
+        assert_eq!(read(rfc).as_deref(), Some("2026-10-02T00:00:00Z"));
+        assert_eq!(read(r#"{"error":{"resets_at":"later"}}"#), None);
+        assert_eq!(read("not json"), None);
+    }
+
+    #[test]
+    fn structured_extractors_go_before_text_ones_and_are_validated() {
+        let now = at("2026-10-01T08:00:00Z");
+        let mut headers = Headers::new();
+        headers.insert("retry-after", "30");
+        let fields = Fields {
+            headers: Some(&headers),
+            body: None,
+        };
+        let text = "try again at Oct 2nd, 2026 1:00 PM UTC";
+        let extractors = [TimingExtractor::TryAgainAt, TimingExtractor::RetryAfter];
+        let mut steps = Vec::new();
+        let hint = resolve(None, &extractors, text, fields, now, Some(&mut steps));
+        assert_eq!(
+            hint.map(|h| h.rfc3339()).as_deref(),
+            Some("2026-10-01T08:00:30Z")
+        );
+        assert_eq!(
+            steps[0].source,
+            HintSource::Field(TimingExtractor::RetryAfter)
+        );
+        assert_eq!(
+            steps[0].source.to_string(),
+            "header extractor `retry_after`"
+        );
+        // A zero delay is not after now: rejected, and the text is consulted.
+        let mut headers = Headers::new();
+        headers.insert("retry-after", "0");
+        let fields = Fields {
+            headers: Some(&headers),
+            body: None,
+        };
+        let mut steps = Vec::new();
+        let hint = resolve(None, &extractors, text, fields, now, Some(&mut steps));
+        assert_eq!(
+            hint.map(|h| h.rfc3339()).as_deref(),
+            Some("2026-10-02T13:00:00Z")
+        );
+        assert!(matches!(steps[0].outcome, HintOutcome::Rejected { .. }));
+        // Beyond the horizon.
+        let mut headers = Headers::new();
+        headers.insert("retry-after", "999999999");
+        let fields = Fields {
+            headers: Some(&headers),
+            body: None,
+        };
+        assert_eq!(
+            resolve(None, &[TimingExtractor::RetryAfter], "", fields, now, None),
+            None
+        );
     }
 
     #[test]
@@ -707,10 +1216,40 @@ mod tests {
             #[test]
             fn every_returned_hint_is_valid(text in text(), now in now()) {
                 let extractors = [TimingExtractor::TryAgainAt, TimingExtractor::ResetsClock, TimingExtractor::ResetsIn];
-                if let Some(hint) = resolve(None, &extractors, &text, now, None) {
+                if let Some(hint) = resolve(None, &extractors, &text, Fields::default(), now, None) {
                     prop_assert!(hint.at > now);
                     prop_assert!(hint.at.as_second() - now.as_second() <= MAX_HORIZON_SECONDS);
                     prop_assert!(hint.retry_after_seconds() > 0);
+                }
+            }
+
+            /// Whatever the headers and body say, every hint returned lies after now and within
+            /// the horizon, and structured extractors never panic.
+            #[test]
+            fn every_structured_hint_is_valid(
+                value in "[0-9.hmsunµ:TZ +-]{0,24}|Thu, 01 Oct 20[0-9]{2} 0[0-9]:00:00 GMT",
+                now in now(),
+            ) {
+                let mut headers = Headers::new();
+                for name in ["retry-after", "retry-after-ms", "x-ratelimit-reset-tokens", "anthropic-ratelimit-unified-reset"] {
+                    headers.insert(name, &value);
+                }
+                let body = Body::from_text(&format!(
+                    r#"{{"error":{{"resets_at":{0:?},"details":[{{"retryDelay":{0:?}}}]}}}}"#,
+                    value
+                ));
+                let fields = Fields { headers: Some(&headers), body: Some(&body) };
+                let extractors = [
+                    TimingExtractor::RetryAfter,
+                    TimingExtractor::RetryAfterMs,
+                    TimingExtractor::RatelimitReset,
+                    TimingExtractor::BodyReset,
+                ];
+                for extractor in extractors {
+                    if let Some(hint) = resolve(None, &[extractor], "", fields, now, None) {
+                        prop_assert!(hint.at > now);
+                        prop_assert!(hint.at.as_second() - now.as_second() <= MAX_HORIZON_SECONDS);
+                    }
                 }
             }
 
