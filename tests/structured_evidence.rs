@@ -310,3 +310,31 @@ fn structured_timing_comes_before_text_and_explain_lists_every_source() {
         "{report}"
     );
 }
+
+#[test]
+fn keyed_guards_parse_and_format_canonically() {
+    let source = "catalogue \"x\" version \"x.v1\"\ntiers [main]\n\nrule a.v1 {\n    code c\n    confidence high\n    tier main\n    when header   \"x-should-retry\" =   \"false\"\n    when body r\"/error/details/*/reason\"   in [\"A\",  \"B\"]\n    when body \"/error/code\" present\n}\n";
+    let formatted = faultline_dsl::format(&faultline_dsl::SourceFile::new(
+        "x.rules",
+        source.to_owned(),
+    ))
+    .unwrap();
+    assert!(
+        formatted.contains("    when header \"x-should-retry\" = \"false\"\n"),
+        "{formatted}"
+    );
+    assert!(
+        formatted.contains("    when body r\"/error/details/*/reason\" in [\"A\", \"B\"]\n"),
+        "{formatted}"
+    );
+    assert!(
+        formatted.contains("    when body \"/error/code\" present\n"),
+        "{formatted}"
+    );
+    let again = faultline_dsl::format(&faultline_dsl::SourceFile::new(
+        "x.rules",
+        formatted.clone(),
+    ))
+    .unwrap();
+    assert_eq!(again, formatted);
+}

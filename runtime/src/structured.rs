@@ -122,6 +122,24 @@ impl Headers {
         true
     }
 
+    /// Headers from an HTTP header block, one `name: value` per line (as a catalogue example
+    /// writes them); each goes through [`Headers::insert`], and a line without `:` is ignored.
+    pub fn from_block(block: &str) -> Headers {
+        let mut headers = Headers::new();
+        for line in block.lines() {
+            if let Some((name, value)) = line.split_once(':') {
+                headers.insert(name, value);
+            }
+        }
+        headers
+    }
+
+    /// Whether ingestion would keep a header of this name and value ([`Headers::insert`]): the
+    /// catalogue checker refuses a guard on one it never keeps.
+    pub fn keeps(name: &str, value: &str) -> bool {
+        Headers::new().insert(name, value)
+    }
+
     /// The value of a header, by name in any case.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.entries
@@ -155,12 +173,17 @@ impl Serialize for Headers {
 impl<'de> Deserialize<'de> for Headers {
     /// An object of names to values. A value may be a string, a number or a boolean (written
     /// as its JSON text), or an array of those (joined with `, `, as a repeated header); any
-    /// other value drops its header. Only a value that is not an object at all is an error.
+    /// other value drops its header. A string is read as a header block
+    /// ([`Headers::from_block`]). Any other JSON value is the one error.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let Value::Object(map) = Value::deserialize(deserializer)? else {
-            return Err(D::Error::custom(
-                "expected an object of header names to string values",
-            ));
+        let map = match Value::deserialize(deserializer)? {
+            Value::Object(map) => map,
+            Value::String(block) => return Ok(Headers::from_block(&block)),
+            _ => {
+                return Err(D::Error::custom(
+                    "expected an object of header names to string values",
+                ));
+            }
         };
         let mut headers = Headers::new();
         for (name, value) in &map {
@@ -291,6 +314,11 @@ impl Body {
             }
         }
         None
+    }
+
+    /// Whether the body is empty text.
+    pub fn is_empty(&self) -> bool {
+        matches!(&self.repr, Repr::Text(text) if text.is_empty())
     }
 
     /// Whether the body was read as JSON.

@@ -177,6 +177,8 @@ vocabulary! {
         Stderr = "stderr": "the agent's standard error text",
         Stdout = "stdout": "the agent's standard output text",
         ManagedRuntimePackageSpec = "managed_runtime_package_spec": "the trusted npm package spec of a managed agent runtime",
+        Headers = "headers": "the provider's HTTP response headers",
+        Body = "body": "the provider's error body (JSON, or text)",
     }
 }
 

@@ -71,8 +71,12 @@ impl Bundle {
             .sections
             .split_first()
             .ok_or_else(|| LoadError::malformed("no sections"))?;
-        let model: CatalogueModel = postcard::from_bytes(model_bytes)
-            .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
+        let model: CatalogueModel = if raw.header.format_version == 3 {
+            postcard::from_bytes::<model::CatalogueModelV3>(model_bytes).map(CatalogueModel::from)
+        } else {
+            postcard::from_bytes(model_bytes)
+        }
+        .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
         if model.redaction_version != REDACTION_VERSION {
             return Err(error::Repr::RedactionVersion {
                 bundle: model.redaction_version,
