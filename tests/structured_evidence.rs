@@ -51,8 +51,9 @@ fn classify_accepts_headers_and_a_body_and_never_fails_a_line_for_a_body() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(answers.len(), 5);
-    assert_eq!(answers[0]["rule"], "http.429");
-    assert_eq!(answers[1]["rule"], "http.429");
+    assert_eq!(answers[0]["rule"], "anthropic.type.rate_limit_error.v1");
+    assert_eq!(answers[0]["reset_hint"], "2026-09-01T00:00:30Z");
+    assert_eq!(answers[1]["rule"], "openai.code.insufficient_quota.v1");
     assert_eq!(answers[2]["rule"], "http.500");
     assert_eq!(answers[3]["rule"], "http.500");
     // Headers that are not an object are the one structured-evidence error, for that line.
@@ -309,6 +310,56 @@ fn structured_timing_comes_before_text_and_explain_lists_every_source() {
         report.contains("text extractor `try_again_at`: 2026-09-27T03:09:00Z, accepted"),
         "{report}"
     );
+}
+
+fn classify_line(line: &str) -> faultline_runtime::Classification {
+    let evidence: Evidence = serde_json::from_str(line).unwrap();
+    BUNDLE.classify_at(&evidence, parse_instant("2026-09-01T00:00:00Z").unwrap())
+}
+
+#[test]
+fn the_catalogue_reads_structure_before_the_status() {
+    // Google 429: the quota id decides, per day → quota, per minute → rate limit.
+    let per_day = classify_line(
+        r#"{"http_status":429,"body":{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}}}"#,
+    );
+    assert_eq!(
+        (per_day.code.as_str(), per_day.rule.as_str()),
+        ("quota_limited", "google.quota_id.per_day.v1")
+    );
+    let per_minute = classify_line(
+        r#"{"http_status":429,"body":{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"34s"}]}}}"#,
+    );
+    assert_eq!(per_minute.code, "rate_limited");
+    assert_eq!(per_minute.retry_after, Some(34));
+    // OpenAI 429: `insufficient_quota` → quota; `rate_limit_exceeded` with `retry-after-ms`.
+    let quota = classify_line(
+        r#"{"http_status":429,"body":{"error":{"type":"insufficient_quota","code":"insufficient_quota"}}}"#,
+    );
+    assert_eq!(quota.code, "quota_limited");
+    let rate = classify_line(
+        r#"{"http_status":429,"headers":{"retry-after-ms":"2500"},"body":{"error":{"type":"tokens","code":"rate_limit_exceeded"}}}"#,
+    );
+    assert_eq!(
+        (rate.code.as_str(), rate.retry_after),
+        ("rate_limited", Some(3))
+    );
+    // Anthropic 529 body; `x-should-retry: false` on a bare 429.
+    let overloaded = classify_line(
+        r#"{"http_status":529,"body":{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}}"#,
+    );
+    assert_eq!(overloaded.rule, "anthropic.type.overloaded_error.v1");
+    let no_retry = classify_line(r#"{"http_status":429,"headers":{"x-should-retry":"false"}}"#);
+    assert_eq!(
+        (no_retry.code.as_str(), no_retry.rule.as_str()),
+        ("quota_limited", "http.429.no_retry.v1")
+    );
+    // Without structure, the status mapping keeps its id; a body printed into the text is not
+    // read by guards.
+    let text_only = classify_line(
+        r#"{"http_status":429,"stderr":"API Error: 429 {\"error\":{\"code\":\"insufficient_quota\"}}"}"#,
+    );
+    assert_eq!(text_only.rule, "http.429");
 }
 
 #[test]
