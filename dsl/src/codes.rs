@@ -320,6 +320,14 @@ diagnostic_codes! {
     /// the key of another field (`when http_status = 429`); `when headers present` and `when
     /// body present` test the fields as a whole.
     MisplacedGuardKey = "0041", "misplaced-guard-key", Error, "guard key on the wrong field";
+    /// Two guards of a rule on the error body can never hold together: one tests the value at a
+    /// JSON Pointer without `*` (so that value is a string, number or boolean), and the other a
+    /// pointer below it (`when body "/error" = "x"` beside `when body "/error/code" = "y"`). The
+    /// rule could never fire.
+    ///
+    /// Fix: test the outer pointer with `present` (an object is present), or drop one of the
+    /// guards.
+    ImpossibleGuard = "0042", "impossible-guard", Error, "body guards that cannot hold together";
     /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
     /// message lists the cycle; the labels show each relation on it.
     ///

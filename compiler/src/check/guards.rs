@@ -21,6 +21,7 @@ impl Checker<'_> {
         let mut guards = Guards::default();
         let mut seen: Vec<(EvidenceField, Span)> = Vec::new();
         let mut seen_keys: Vec<(bool, String, Span)> = Vec::new();
+        let mut body_spans: Vec<Span> = Vec::new();
         for clause in &block.clauses {
             let ClauseKind::When(guard) = &clause.kind else {
                 continue;
@@ -60,7 +61,10 @@ impl Checker<'_> {
                 seen_keys.push((is_header, normal, clause.span));
                 match self.keyed_guard(file, is_header, key, &guard.test) {
                     Some(entry) if is_header => guards.headers.push(entry),
-                    Some(entry) => guards.body.push(entry),
+                    Some(entry) => {
+                        body_spans.push(key.span);
+                        guards.body.push(entry);
+                    }
                     None => *ok = false,
                 }
                 continue;
@@ -198,6 +202,28 @@ impl Checker<'_> {
             }
             if self.diagnostics.len() > before_count {
                 *ok = false;
+            }
+        }
+        // A value guard on a pointer without `*` makes what it selects a string, number or
+        // boolean: nothing lies below it, so a guard on a pointer that extends it never holds.
+        for (outer, outer_span) in guards.body.iter().zip(&body_spans) {
+            if outer.values.is_none() || outer.key.split('/').any(|segment| segment == "*") {
+                continue;
+            }
+            let prefix = format!("{}/", outer.key);
+            for (inner, inner_span) in guards.body.iter().zip(&body_spans) {
+                if inner.key.starts_with(&prefix) {
+                    *ok = false;
+                    self.push(
+                        Diagnostic::new(
+                            Code::ImpossibleGuard,
+                            format!("`when body \"{}\"` can never hold beside a value guard on `{}`", inner.key, outer.key),
+                        )
+                        .primary(file, *inner_span, "nothing lies below a value")
+                        .secondary(file, *outer_span, "this guard makes it a string, number or boolean")
+                        .help(format!("guard `{}` with `present` (an object is present), or drop one of the guards", outer.key)),
+                    );
+                }
             }
         }
         guards
