@@ -1,6 +1,7 @@
 //! The compiled bundle agrees with the reference interpreter on every input: examples,
 //! mutations of them, token soups built from the catalogue's own words, random text, and random
-//! structured fields. At least 100,000 generated inputs per run. On every one, the cheap gate
+//! structured fields, response headers and error bodies (given, or printed into the text for
+//! the runtime to lift) built from the catalogue's own header and body guards. At least 100,000 generated inputs per run. On every one, the cheap gate
 //! (`Bundle::may_classify`) is sound: when it rejects, the winner is low-confidence.
 
 #![allow(
@@ -17,7 +18,7 @@ use std::sync::LazyLock;
 
 use faultline_compiler::Compiler;
 use faultline_compiler::reference::Reference;
-use faultline_runtime::{Bundle, Evidence, Phase, Source};
+use faultline_runtime::{Body, Bundle, Evidence, Headers, Phase, Source};
 use proptest::prelude::*;
 
 use common::FileSystem;
@@ -28,6 +29,10 @@ struct Engines {
     seeds: Vec<Evidence>,
     words: Vec<String>,
     providers: Vec<String>,
+    /// The header names and their guarded values, from every `when header` guard.
+    headers: Vec<(String, Vec<String>)>,
+    /// The JSON Pointers and their guarded values, from every `when body` guard.
+    pointers: Vec<(String, Vec<String>)>,
 }
 
 fn engines(root: &str) -> Engines {
@@ -96,6 +101,29 @@ fn engines(root: &str) -> Engines {
         ]
         .map(str::to_owned),
     );
+    let keyed = |body: bool| -> Vec<(String, Vec<String>)> {
+        let mut keys: Vec<(String, Vec<String>)> = compilation
+            .catalogue
+            .rules
+            .iter()
+            .flat_map(|rule| {
+                if body {
+                    rule.guards.body.clone()
+                } else {
+                    rule.guards.headers.clone()
+                }
+            })
+            .map(|guard| (guard.key, guard.values.unwrap_or_default()))
+            .collect();
+        // Keys no rule guards, and values no guard names.
+        keys.push((
+            if body { "/error/type" } else { "x-request-id" }.to_owned(),
+            vec!["other".to_owned()],
+        ));
+        keys
+    };
+    let headers = keyed(false);
+    let pointers = keyed(true);
     let mut providers = compilation.catalogue.providers.clone();
     // Evidence may name a provider the catalogue does not declare.
     providers.push("unknown-acp".to_owned());
@@ -105,7 +133,94 @@ fn engines(root: &str) -> Engines {
         seeds,
         words,
         providers,
+        headers,
+        pointers,
     }
+}
+
+/// A value for a guarded key: one of its guarded values (in another case, for a header), or
+/// another.
+fn keyed_value(values: Vec<String>, header: bool) -> impl Strategy<Value = String> {
+    let values = if values.is_empty() {
+        vec!["x".to_owned()]
+    } else {
+        values
+    };
+    (prop::sample::select(values), 0u8..4).prop_map(move |(value, roll)| match roll {
+        0 if header => value.to_ascii_uppercase(),
+        1 => "other".to_owned(),
+        _ => value,
+    })
+}
+
+/// Response headers built from the catalogue's header guards.
+fn headers(engines: &'static Engines) -> impl Strategy<Value = Option<Headers>> {
+    let entry = prop::sample::select(engines.headers.clone())
+        .prop_flat_map(|(name, values)| (Just(name), keyed_value(values, true)));
+    prop::option::weighted(
+        0.3,
+        prop::collection::vec(entry, 0..4).prop_map(|entries| {
+            let mut headers = Headers::new();
+            for (name, value) in entries {
+                headers.insert(&name, &value);
+            }
+            headers
+        }),
+    )
+}
+
+/// Sets `value` at `pointer` in `root` (an array of one element for a `*` segment).
+fn set_pointer(root: &mut serde_json::Value, pointer: &str, value: &str) {
+    use serde_json::Value;
+    let Some(segments) = faultline_runtime::parse_pointer(pointer) else {
+        return;
+    };
+    let mut at = root;
+    for (index, segment) in segments.iter().enumerate() {
+        let fresh = if segments.get(index + 1).is_some_and(|s| s == "*") {
+            Value::Array(Vec::new())
+        } else {
+            Value::Object(serde_json::Map::new())
+        };
+        at = match at {
+            Value::Array(items) if segment == "*" => {
+                if items.is_empty() {
+                    items.push(fresh);
+                }
+                &mut items[0]
+            }
+            Value::Object(map) => map.entry(segment.clone()).or_insert(fresh),
+            _ => return,
+        };
+    }
+    *at = Value::String(value.to_owned());
+}
+
+/// An error body built from the catalogue's body guards, as JSON or text; `true` when it
+/// should be printed into the text rather than given as a field (so that the runtime lifts it).
+fn body(engines: &'static Engines) -> impl Strategy<Value = Option<(String, bool)>> {
+    let entry = prop::sample::select(engines.pointers.clone())
+        .prop_flat_map(|(pointer, values)| (Just(pointer), keyed_value(values, false)));
+    prop::option::weighted(
+        0.3,
+        (
+            prop::collection::vec(entry, 0..4),
+            any::<bool>(),
+            "\\PC{0,8}",
+        )
+            .prop_map(|(entries, embedded, noise)| {
+                let mut root = serde_json::json!({});
+                for (pointer, value) in entries {
+                    set_pointer(&mut root, &pointer, &value);
+                }
+                let text = if root.get("error").is_none() && !embedded {
+                    noise
+                } else {
+                    root.to_string()
+                };
+                (text, embedded)
+            }),
+    )
 }
 
 static CATALOGUE: LazyLock<Engines> = LazyLock::new(|| engines("catalogue/catalogue.rules"));
@@ -211,6 +326,7 @@ fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {
         prop::option::weighted(0.95, text(engines)),
         prop::option::weighted(0.3, text(engines)),
         spec,
+        (headers(engines), body(engines)),
     )
         .prop_map(
             |(
@@ -222,6 +338,7 @@ fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {
                 stderr,
                 stdout,
                 managed_runtime_package_spec,
+                (headers, body),
             )| {
                 let mut built = Evidence::new();
                 built.phase = phase;
@@ -232,6 +349,16 @@ fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {
                 built.stderr = stderr;
                 built.stdout = stdout;
                 built.managed_runtime_package_spec = managed_runtime_package_spec;
+                built.headers = headers;
+                match body {
+                    // A body printed at the end of the text, as agents print them.
+                    Some((json, true)) => {
+                        let text = built.stderr.take().unwrap_or_default();
+                        built.stderr = Some(format!("{text}\nAPI Error: 429 {json}"));
+                    }
+                    Some((text, false)) => built.body = Some(Body::from_text(&text)),
+                    None => {}
+                }
                 built
             },
         )

@@ -69,6 +69,8 @@ fn is_catch_all(rule: &RuleDef) -> bool {
         && guards.http_status.is_none()
         && guards.exit_code.is_none()
         && guards.present.is_empty()
+        && guards.headers.is_empty()
+        && guards.body.is_empty()
         && rule.matchers.is_empty()
         && rule.vetoes.is_empty()
         && !matches!(

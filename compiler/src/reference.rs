@@ -5,7 +5,7 @@
 //! order, and exists to be compared with it: the compiled bundle must agree with it on every
 //! input.
 
-use faultline_runtime::{Evidence, EvidenceField, TextView, TextViews, holds_credential};
+use faultline_runtime::{Body, Evidence, EvidenceField, TextView, TextViews, holds_credential};
 use regex::Regex;
 
 use crate::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
@@ -69,6 +69,11 @@ pub fn field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
         EvidenceField::Stderr => evidence.stderr.clone(),
         EvidenceField::Stdout => evidence.stdout.clone(),
         EvidenceField::ManagedRuntimePackageSpec => evidence.managed_runtime_package_spec.clone(),
+        EvidenceField::Headers => evidence.headers.as_ref().and_then(|headers| {
+            let names: Vec<&str> = headers.iter().map(|(name, _)| name).collect();
+            Some(names.join(",")).filter(|names| !names.is_empty())
+        }),
+        EvidenceField::Body => evidence.body.as_ref().map(Body::to_text),
     }
 }
 
@@ -88,6 +93,14 @@ pub fn guards_hold(guards: &Guards, evidence: &Evidence) -> bool {
             .present
             .iter()
             .all(|f| field(evidence, *f).is_some_and(|value| !value.is_empty()))
+        && guards
+            .headers
+            .iter()
+            .all(|guard| guard.holds_on_header(evidence.headers.as_ref()))
+        && guards
+            .body
+            .iter()
+            .all(|guard| guard.holds_on_body(evidence.body.as_ref()))
 }
 
 impl Reference {

@@ -202,11 +202,15 @@ impl ClauseKind {
     }
 }
 
-/// A structured guard: `when <field> = v`, `when <field> in [...]`, `when <field> present`.
+/// A structured guard: `when <field> = v`, `when <field> in [...]`, `when <field> present`;
+/// on structured evidence, with a key: `when header "name" …`, `when body "/pointer" …`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Guard {
-    /// The evidence field.
+    /// The evidence field (`header` or `body` when keyed).
     pub field: Name,
+    /// The header name or JSON Pointer, for a keyed guard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<StringLit>,
     /// The test.
     pub test: GuardTest,
 }

@@ -297,6 +297,37 @@ diagnostic_codes! {
     ///
     /// Fix: include only `.rules` source files; correct the path.
     IncludeNotText = "0038", "include-not-text", Error, "included file is not text";
+    /// A `when body "…"` guard names a malformed JSON Pointer (RFC 6901): a pointer is empty
+    /// (the whole body) or starts with `/`, and a `~` in it must be `~0` (for `~`) or `~1`
+    /// (for `/`). A `*` segment stands for every element of an array.
+    ///
+    /// Fix: write the path from the body's root, such as `"/error/details/*/reason"`.
+    MalformedPointer = "0039", "malformed-pointer", Error, "malformed JSON Pointer";
+    /// A guard tests structured evidence that ingestion never keeps, so it can never hold: a
+    /// header that carries credentials (`authorization`, `cookie`, `x-api-key`, any name with
+    /// `secret`, `password`, `api-key`, … or ending in `token`), a header name that is not a
+    /// visible-ASCII token, or a header value ingestion drops (a credential shape, or more
+    /// than 1024 bytes).
+    ///
+    /// Fix: guard on a header the provider sends without credentials (`x-should-retry`,
+    /// `retry-after`, `x-request-id`), or test the error body instead.
+    DroppedAtIngestion = "0040", "dropped-at-ingestion", Error, "guard on evidence ingestion drops";
+    /// A guard key (a quoted string after the field) is given to a field other than `header` or
+    /// `body`, or `header`/`body` is tested without one: only response headers and the error
+    /// body are keyed, by header name and JSON Pointer.
+    ///
+    /// Fix: write `when header "name" = "value"` or `when body "/pointer" = "value"`, or drop
+    /// the key of another field (`when http_status = 429`); `when headers present` and `when
+    /// body present` test the fields as a whole.
+    MisplacedGuardKey = "0041", "misplaced-guard-key", Error, "guard key on the wrong field";
+    /// Two guards of a rule on the error body can never hold together: one tests the value at a
+    /// JSON Pointer without `*` (so that value is a string, number or boolean), and the other a
+    /// pointer below it (`when body "/error" = "x"` beside `when body "/error/code" = "y"`). The
+    /// rule could never fire.
+    ///
+    /// Fix: test the outer pointer with `present` (an object is present), or drop one of the
+    /// guards.
+    ImpossibleGuard = "0042", "impossible-guard", Error, "body guards that cannot hold together";
     /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
     /// message lists the cycle; the labels show each relation on it.
     ///

@@ -319,7 +319,10 @@ impl Printer<'_> {
                     GuardTest::In(list) => format!("in {}", self.list(list)),
                     GuardTest::Present(_) => "present".to_owned(),
                 };
-                format!("when {} {test}", guard.field.value)
+                match &guard.key {
+                    Some(key) => format!("when {} {} {test}", guard.field.value, key.source),
+                    None => format!("when {} {test}", guard.field.value),
+                }
             }
             ClauseKind::Match(matcher) | ClauseKind::Unless(matcher) => {
                 format!("{keyword} {}", self.matcher(matcher))

@@ -451,7 +451,14 @@ impl Builder<'_> {
             Rule::c_after => ClauseKind::After(self.name(&arg?)),
             Rule::c_when => {
                 let field = self.name(&arg?);
-                let test_pair = parts.next()?;
+                let mut test_pair = parts.next()?;
+                let key = if test_pair.as_rule() == Rule::string {
+                    let key = self.string(&test_pair);
+                    test_pair = parts.next()?;
+                    Some(key)
+                } else {
+                    None
+                };
                 let test = match test_pair.as_rule() {
                     Rule::guard_present => GuardTest::Present(self.span(&test_pair)),
                     Rule::guard_in => GuardTest::In(self.list(&find(&test_pair, Rule::list)?)),
@@ -460,7 +467,7 @@ impl Builder<'_> {
                     }
                     _ => return None,
                 };
-                ClauseKind::When(Guard { field, test })
+                ClauseKind::When(Guard { field, key, test })
             }
             Rule::c_match => ClauseKind::Match(self.matcher(&arg?)?),
             Rule::c_unless => ClauseKind::Unless(self.matcher(&arg?)?),

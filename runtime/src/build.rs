@@ -17,8 +17,8 @@
 //!   and reseal it ([`content_hash`], [`HASH_RANGE`]).
 
 pub use crate::bundle::model::{
-    CatalogueModel, CodeEntry, DfaEntry, GuardsEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
-    PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
+    CatalogueModel, CodeEntry, DfaEntry, GuardsEntry, KeyedGuardEntry, LiteralEntry, MatcherEntry,
+    MatcherKindEntry, PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
 };
 pub use crate::bundle::wire::{
     FORMAT_VERSION, HASH_RANGE, MAGIC, OLDEST_READABLE_VERSION, READER_VERSION,

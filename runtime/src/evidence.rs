@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::structured::{Body, Headers};
 use crate::vocab::{Class, Confidence, Phase, Scope, Source};
 
 /// Everything the classifier may look at for one failure. Every field is optional.
@@ -51,6 +52,12 @@ pub struct Evidence {
     /// The trusted npm package spec of a managed agent runtime.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_runtime_package_spec: Option<String>,
+    /// The provider's HTTP response headers, bounded and without credentials ([`Headers`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<Headers>,
+    /// The provider's error body, a JSON value or text ([`Body`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Body>,
 }
 
 impl Evidence {
@@ -120,6 +127,35 @@ impl Evidence {
     pub fn with_managed_runtime_package_spec(mut self, spec: impl Into<String>) -> Evidence {
         self.managed_runtime_package_spec = Some(spec.into());
         self
+    }
+
+    /// Adds a response header as ingestion does ([`Headers::insert`]): one that names or
+    /// carries a credential, or is out of bounds, is dropped.
+    #[must_use]
+    pub fn with_header(mut self, name: &str, value: &str) -> Evidence {
+        self.headers
+            .get_or_insert_with(Headers::new)
+            .insert(name, value);
+        self
+    }
+
+    /// Sets the response headers.
+    #[must_use]
+    pub fn with_headers(mut self, headers: Headers) -> Evidence {
+        self.headers = Some(headers);
+        self
+    }
+
+    /// Sets the provider's error body.
+    #[must_use]
+    pub fn with_body(mut self, body: Body) -> Evidence {
+        self.body = Some(body);
+        self
+    }
+
+    /// The value of a response header, by name in any case.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.as_ref().and_then(|headers| headers.get(name))
     }
 
     /// [`Evidence::raw_text`], borrowed when only one stream has text.

@@ -10,7 +10,8 @@
 //!   gate for hot paths. Both are written in the closed vocabularies [`Phase`], [`Source`],
 //!   [`Class`], [`Confidence`], [`Scope`], [`EvidenceField`], [`TextView`],
 //!   [`TimingExtractor`] and [`Flag`], which the catalogue checker validates `.rules` files
-//!   against.
+//!   against. Structured evidence, the provider's response [`Headers`] and error [`Body`], is
+//!   bounded and stripped of credentials as it is ingested.
 //! - **Explanation**: [`Bundle::classify_traced`] also returns a [`Trace`] (a [`Step`] per rule
 //!   and the [`HintStep`]s of the timing stage); [`Bundle::header`], [`Bundle::rules`] and
 //!   [`Bundle::automata`] are read-only views of what a bundle holds ([`HeaderView`],
@@ -39,6 +40,7 @@ pub mod build;
 mod bundle;
 mod evidence;
 mod sanitize;
+mod structured;
 mod text;
 mod timing;
 mod vocab;
@@ -54,6 +56,10 @@ pub use sanitize::{
 pub use sanitize::{
     credentials_unbounded as redact_credentials, diagnostic as redact_diagnostic,
     provider_message as redact_provider_message,
+};
+pub use structured::{
+    Body, Headers, MAX_BODY_BYTES, MAX_BODY_DEPTH, MAX_HEADER_NAME_BYTES, MAX_HEADER_VALUE_BYTES,
+    MAX_HEADERS, parse_pointer,
 };
 pub use text::{MAX_MATCHED_BYTES, TextViews};
 pub use timing::{

@@ -144,6 +144,24 @@ vocabulary! {
         TryAgainAt = "try_again_at": "`try again at Dec 3, 2026 3:09 PM UTC`: an explicit zone is mandatory",
         ResetsClock = "resets_clock": "`resets 3pm (Europe/Paris)`: a clock time in an IANA zone",
         ResetsIn = "resets_in": "`resets in 2h 30m`: a delay",
+        RetryAfter = "retry_after": "the `retry-after` header: delta-seconds or an HTTP-date",
+        RetryAfterMs = "retry_after_ms": "the `retry-after-ms` (or `x-ms-retry-after-ms`) header: milliseconds",
+        RatelimitReset = "ratelimit_reset": "the rate-limit reset headers: Go durations (`x-ratelimit-reset-tokens: 6m0s`) or RFC 3339 instants (`anthropic-ratelimit-tokens-reset`)",
+        BodyReset = "body_reset": "the error body: Google `RetryInfo.retryDelay`, `resets_at` (RFC 3339 or epoch seconds), `resets_in_seconds`, `retry_after_seconds`",
+    }
+}
+
+impl TimingExtractor {
+    /// Whether the extractor reads structured evidence (headers or the body) rather than text:
+    /// structured extractors are consulted before text ones, whatever the declared order.
+    pub const fn is_structured(self) -> bool {
+        matches!(
+            self,
+            TimingExtractor::RetryAfter
+                | TimingExtractor::RetryAfterMs
+                | TimingExtractor::RatelimitReset
+                | TimingExtractor::BodyReset
+        )
     }
 }
 
@@ -159,6 +177,8 @@ vocabulary! {
         Stderr = "stderr": "the agent's standard error text",
         Stdout = "stdout": "the agent's standard output text",
         ManagedRuntimePackageSpec = "managed_runtime_package_spec": "the trusted npm package spec of a managed agent runtime",
+        Headers = "headers": "the provider's HTTP response headers",
+        Body = "body": "the provider's error body (JSON, or text)",
     }
 }
 

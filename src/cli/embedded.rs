@@ -16,6 +16,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/structured.rules"),
     ),
     (
+        "structured_bodies.rules",
+        include_str!("../../catalogue/structured_bodies.rules"),
+    ),
+    (
         "managed_policy.rules",
         include_str!("../../catalogue/managed_policy.rules"),
     ),

@@ -5,12 +5,40 @@ use std::collections::{BTreeMap, HashMap};
 
 use faultline_dsl::{Code, Diagnostic};
 use faultline_runtime::EvidenceField;
+use faultline_runtime::build::KeyedGuardEntry;
 
 use crate::ir::{Guards, RuleDef, RuleIndex};
 
 use super::search::Component;
 use super::verify::Undecided;
 use super::{Analyzer, PairVerdict, describe, flag};
+
+/// Whether two rules' keyed guards (both on headers, or both on the body) exclude each other:
+/// they guard one key on value lists with nothing in common. A header has one value, and a
+/// body pointer without `*` selects at most one; a pointer with `*` selects every element of an
+/// array, which may hold both values, so it excludes nothing. (Header values compare ignoring
+/// ASCII case, body values exactly.)
+fn keyed_exclusive(a: &[KeyedGuardEntry], b: &[KeyedGuardEntry], headers: bool) -> bool {
+    a.iter().any(|left| {
+        b.iter().any(|right| {
+            if left.key != right.key || (!headers && left.key.split('/').any(|s| s == "*")) {
+                return false;
+            }
+            match (&left.values, &right.values) {
+                (Some(left), Some(right)) => !left.iter().any(|l| {
+                    right.iter().any(|r| {
+                        if headers {
+                            l.eq_ignore_ascii_case(r)
+                        } else {
+                            l == r
+                        }
+                    })
+                }),
+                _ => false,
+            }
+        })
+    })
+}
 
 impl Analyzer<'_> {
     pub(super) fn guards_compatible(a: &Guards, b: &Guards) -> bool {
@@ -41,6 +69,8 @@ impl Analyzer<'_> {
         .into_iter()
         .find(|(overlaps, _)| !overlaps)
         .map(|(_, field)| field)
+        .or_else(|| keyed_exclusive(&a.headers, &b.headers, true).then_some(EvidenceField::Headers))
+        .or_else(|| keyed_exclusive(&a.body, &b.body, false).then_some(EvidenceField::Body))
     }
 
     /// Whether every evidence satisfying `lower`'s guards satisfies `upper`'s.
@@ -60,10 +90,38 @@ impl Analyzer<'_> {
                     EvidenceField::Source => lower.source.is_some(),
                     EvidenceField::HttpStatus => lower.http_status.is_some(),
                     EvidenceField::ExitCode => lower.exit_code.is_some(),
+                    EvidenceField::Headers => !lower.headers.is_empty(),
+                    EvidenceField::Body => !lower.body.is_empty(),
                     _ => false,
                 }
         });
-        implied(&lower.phase, &upper.phase)
+        // Every keyed guard of `upper` is implied by one of `lower` on the same key: a value
+        // list within `upper`'s (for a body with `*` too: an element holding a value of the
+        // smaller list holds one of the larger), or any guard for `present`.
+        // Header values compare ignoring ASCII case, body values exactly.
+        let keyed_implied = |lower: &[KeyedGuardEntry], upper: &[KeyedGuardEntry], fold: bool| {
+            upper.iter().all(|guard| {
+                lower.iter().any(|narrower| {
+                    narrower.key == guard.key
+                        && match (&narrower.values, &guard.values) {
+                            (_, None) => true,
+                            (None, Some(_)) => false,
+                            (Some(narrow), Some(wide)) => narrow.iter().all(|v| {
+                                wide.iter().any(|w| {
+                                    if fold {
+                                        w.eq_ignore_ascii_case(v)
+                                    } else {
+                                        w == v
+                                    }
+                                })
+                            }),
+                        }
+                })
+            })
+        };
+        keyed_implied(&lower.headers, &upper.headers, true)
+            && keyed_implied(&lower.body, &upper.body, false)
+            && implied(&lower.phase, &upper.phase)
             && implied(&lower.provider_id, &upper.provider_id)
             && implied(&lower.source, &upper.source)
             && implied(&lower.http_status, &upper.http_status)

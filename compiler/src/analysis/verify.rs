@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 
 use faultline_dsl::{Code, Diagnostic};
+use faultline_runtime::build::KeyedGuardEntry;
 use faultline_runtime::build::REGEX_SIZE_LIMIT;
-use faultline_runtime::{Evidence, EvidenceField, Phase, TextView};
+use faultline_runtime::{Body, Evidence, EvidenceField, Headers, Phase, TextView};
 
 use crate::ir::{Catalogue, Example, Guards, RuleIndex};
 use crate::priority::Priority;
@@ -37,6 +38,42 @@ impl Analyzer<'_> {
         evidence.source = pick(guards.iter().map(|g| &g.source).collect());
         evidence.http_status = pick(guards.iter().map(|g| &g.http_status).collect());
         evidence.exit_code = pick(guards.iter().map(|g| &g.exit_code).collect());
+        let headers: Vec<&KeyedGuardEntry> = guards.iter().flat_map(|g| &g.headers).collect();
+        if !headers.is_empty() {
+            let mut built = Headers::new();
+            for (key, value) in keyed_witness(&headers) {
+                built.insert(&key, &value);
+            }
+            evidence.headers = Some(built);
+        }
+        let body: Vec<&KeyedGuardEntry> = guards.iter().flat_map(|g| &g.body).collect();
+        let wants_body = guards
+            .iter()
+            .any(|g| g.present.contains(&EvidenceField::Body));
+        if !body.is_empty() || wants_body {
+            let mut root = serde_json::Value::Object(serde_json::Map::new());
+            for (pointer, value) in keyed_witness(&body) {
+                set_pointer(&mut root, &pointer, value, false);
+            }
+            // Under a `*`, one array holds a value for every guard: two rules on different
+            // values of `/error/details/*/reason` both fire on a body listing both.
+            for guard in &body {
+                let starred = guard.key.split('/').any(|segment| segment == "*");
+                if let (true, Some(first)) =
+                    (starred, guard.values.as_ref().and_then(|v| v.first()))
+                {
+                    set_pointer(&mut root, &guard.key, first.clone(), true);
+                }
+            }
+            evidence.body = Some(Body::from_text(&root.to_string()));
+        }
+        if guards
+            .iter()
+            .any(|g| g.present.contains(&EvidenceField::Headers))
+            && evidence.headers.as_ref().is_none_or(Headers::is_empty)
+        {
+            evidence.headers = Some(Headers::from_block("x-request-id: witness"));
+        }
         let text: Vec<&str> = texts.iter().map(|(_, text)| text.as_str()).collect();
         evidence.stderr = Some(text.join("\n")).filter(|t| !t.is_empty());
         for field in guards.iter().flat_map(|g| g.present.iter()) {
@@ -190,4 +227,87 @@ pub(crate) fn check_examples(
         }
     }
     diagnostics
+}
+
+/// One value per key that satisfies every guard on it when one exists (the first value of the
+/// first list that every other list allows), else the first guard's; `present` alone gives a
+/// placeholder. Keys in first-seen order.
+fn keyed_witness(guards: &[&KeyedGuardEntry]) -> Vec<(String, String)> {
+    let mut keys: Vec<&str> = Vec::new();
+    for guard in guards {
+        if !keys.contains(&guard.key.as_str()) {
+            keys.push(&guard.key);
+        }
+    }
+    keys.into_iter()
+        .map(|key| {
+            let lists: Vec<&Vec<String>> = guards
+                .iter()
+                .filter(|guard| guard.key == key)
+                .filter_map(|guard| guard.values.as_ref())
+                .collect();
+            let value = lists
+                .first()
+                .and_then(|first| {
+                    first
+                        .iter()
+                        .find(|value| {
+                            lists
+                                .iter()
+                                .all(|list| list.iter().any(|v| v.eq_ignore_ascii_case(value)))
+                        })
+                        .or_else(|| first.first())
+                })
+                .cloned()
+                .unwrap_or_else(|| "witness".to_owned());
+            (key.to_owned(), value)
+        })
+        .collect()
+}
+
+/// Sets `value` at a JSON Pointer in `root`, creating what is missing on the way: an object,
+/// or an array of one element where the next segment is `*`. A pointer that runs through a
+/// value already set otherwise is skipped.
+///
+/// With `append`, the last `*` segment gets a new element rather than reusing the first.
+fn set_pointer(root: &mut serde_json::Value, pointer: &str, value: String, append: bool) {
+    use serde_json::Value;
+    let Some(segments) = faultline_runtime::parse_pointer(pointer) else {
+        return;
+    };
+    let fresh = |next: Option<&String>| {
+        if next.is_some_and(|segment| segment == "*") {
+            Value::Array(Vec::new())
+        } else {
+            Value::Object(serde_json::Map::new())
+        }
+    };
+    let last_star = segments.iter().rposition(|segment| segment == "*");
+    let mut at = root;
+    for (index, segment) in segments.iter().enumerate() {
+        let following = segments.get(index + 1);
+        let next = match at {
+            Value::Array(items) if segment == "*" => {
+                if items.is_empty() || (append && Some(index) == last_star) {
+                    items.push(fresh(following));
+                }
+                let reuse_first = !(append && Some(index) == last_star);
+                let item = if reuse_first {
+                    items.first_mut()
+                } else {
+                    items.last_mut()
+                };
+                match item {
+                    Some(item) => item,
+                    None => return,
+                }
+            }
+            Value::Object(map) => map
+                .entry(segment.clone())
+                .or_insert_with(|| fresh(following)),
+            _ => return,
+        };
+        at = next;
+    }
+    *at = Value::String(value);
 }

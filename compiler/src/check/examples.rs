@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use faultline_dsl::ast::{self, Value};
 use faultline_dsl::{Code, Diagnostic, SourceFile, Span};
-use faultline_runtime::{Evidence, EvidenceField, Phase, Source};
+use faultline_runtime::{Body, Evidence, EvidenceField, Headers, Phase, Source};
 
 use super::Checker;
 use crate::ir::*;
@@ -124,6 +124,10 @@ impl Checker<'_> {
             EvidenceField::ManagedRuntimePackageSpec => {
                 out.managed_runtime_package_spec = text(self)
             }
+            // A header block (`"retry-after: 30\nx-should-retry: false"`) and a body's text
+            // (JSON, or not), ingested as `classify` ingests them.
+            EvidenceField::Headers => out.headers = text(self).map(|t| Headers::from_block(&t)),
+            EvidenceField::Body => out.body = text(self).map(|t| Body::from_text(&t)),
         }
         match field {
             EvidenceField::Phase => out.phase.is_some(),
@@ -135,6 +139,8 @@ impl Checker<'_> {
             EvidenceField::Stderr => out.stderr.is_some(),
             EvidenceField::Stdout => out.stdout.is_some(),
             EvidenceField::ManagedRuntimePackageSpec => out.managed_runtime_package_spec.is_some(),
+            EvidenceField::Headers => out.headers.is_some(),
+            EvidenceField::Body => out.body.is_some(),
         }
     }
 }

@@ -569,7 +569,9 @@ fn text_field(evidence: &Evidence, field: EvidenceField) -> Option<&str> {
         EvidenceField::Phase
         | EvidenceField::Source
         | EvidenceField::ExitCode
-        | EvidenceField::HttpStatus => None,
+        | EvidenceField::HttpStatus
+        | EvidenceField::Headers
+        | EvidenceField::Body => None,
     }
 }
 
@@ -579,6 +581,8 @@ fn present(evidence: &Evidence, field: EvidenceField) -> bool {
         EvidenceField::Source => evidence.source.is_some(),
         EvidenceField::ExitCode => evidence.exit_code.is_some(),
         EvidenceField::HttpStatus => evidence.http_status.is_some(),
+        EvidenceField::Headers => evidence.headers.as_ref().is_some_and(|h| !h.is_empty()),
+        EvidenceField::Body => evidence.body.as_ref().is_some_and(|body| !body.is_empty()),
         other => text_field(evidence, other).is_some_and(|text| !text.is_empty()),
     }
 }
@@ -591,6 +595,10 @@ fn allowed<T: PartialEq>(allowed: &Option<Vec<T>>, value: Option<&T>) -> bool {
 }
 
 /// The first guard that does not hold, if any.
+///
+/// Body guards read only the body the evidence carries, never one lifted from its text: a
+/// lifted body would let structured rules outrank the text rules that already read those lines,
+/// changing the verdict on text-only evidence.
 fn failed_guard(guards: &GuardsEntry, evidence: &Evidence) -> Option<EvidenceField> {
     if !allowed(&guards.phase, evidence.phase.as_ref()) {
         return Some(EvidenceField::Phase);
@@ -607,11 +615,29 @@ fn failed_guard(guards: &GuardsEntry, evidence: &Evidence) -> Option<EvidenceFie
     if !allowed(&guards.exit_code, evidence.exit_code.as_ref()) {
         return Some(EvidenceField::ExitCode);
     }
-    guards
+    let missing = guards
         .present
         .iter()
         .copied()
-        .find(|field| !present(evidence, *field))
+        .find(|field| !present(evidence, *field));
+    if missing.is_some() {
+        return missing;
+    }
+    if !guards
+        .headers
+        .iter()
+        .all(|guard| guard.holds_on_header(evidence.headers.as_ref()))
+    {
+        return Some(EvidenceField::Headers);
+    }
+    if !guards
+        .body
+        .iter()
+        .all(|guard| guard.holds_on_body(evidence.body.as_ref()))
+    {
+        return Some(EvidenceField::Body);
+    }
+    None
 }
 
 /// The classification `rule` (of code `code`) answers with.

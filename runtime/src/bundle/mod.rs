@@ -71,8 +71,12 @@ impl Bundle {
             .sections
             .split_first()
             .ok_or_else(|| LoadError::malformed("no sections"))?;
-        let model: CatalogueModel = postcard::from_bytes(model_bytes)
-            .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
+        let model: CatalogueModel = if raw.header.format_version == 3 {
+            postcard::from_bytes::<model::CatalogueModelV3>(model_bytes).map(CatalogueModel::from)
+        } else {
+            postcard::from_bytes(model_bytes)
+        }
+        .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
         if model.redaction_version != REDACTION_VERSION {
             return Err(error::Repr::RedactionVersion {
                 bundle: model.redaction_version,
@@ -251,10 +255,20 @@ impl Bundle {
         // Extractors read the raw view: the same bounded tail of the text the rules read.
         let views = (!extractors.is_empty()).then(|| crate::text::TextViews::new(evidence));
         let raw = views.as_ref().map_or("", crate::text::TextViews::raw);
+        // Without a body of its own, the evidence's text may embed one (`Body::lift`).
+        let reads_body = extractors.contains(&crate::TimingExtractor::BodyReset);
+        let lifted = (reads_body && evidence.body.is_none())
+            .then(|| crate::Body::lift(raw))
+            .flatten();
+        let fields = crate::timing::Fields {
+            headers: evidence.headers.as_ref(),
+            body: evidence.body.as_ref().or(lifted.as_ref()),
+        };
         let hint = crate::timing::resolve(
             evidence.reset_hint.as_deref(),
             extractors,
             raw,
+            fields,
             crate::timing::timestamp(now),
             steps,
         );

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::structured::{Body, Headers};
 use crate::vocab::{
     Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor,
 };
@@ -91,6 +92,52 @@ pub struct GuardsEntry {
     pub exit_code: Option<Vec<i32>>,
     /// Fields that must be present.
     pub present: Vec<EvidenceField>,
+    /// Guards on response headers (`when header "name" …`), all required.
+    pub headers: Vec<KeyedGuardEntry>,
+    /// Guards on the error body (`when body "/pointer" …`), all required.
+    pub body: Vec<KeyedGuardEntry>,
+}
+
+/// A guard on one header (by lowercase name) or one JSON Pointer of the body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyedGuardEntry {
+    /// The header name (ASCII lowercase) or the JSON Pointer.
+    pub key: String,
+    /// The values allowed; `None` for `present`.
+    pub values: Option<Vec<String>>,
+}
+
+impl KeyedGuardEntry {
+    /// Whether the guard holds on a header: the header is there and, unless the guard is
+    /// `present`, its value equals one of the values, ignoring ASCII case (HTTP header values
+    /// such as `true`/`false` are case-insensitive tokens).
+    pub fn holds_on_header(&self, headers: Option<&Headers>) -> bool {
+        let Some(value) = headers.and_then(|headers| headers.get(&self.key)) else {
+            return false;
+        };
+        match &self.values {
+            None => true,
+            Some(values) => values
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(value)),
+        }
+    }
+
+    /// Whether the guard holds on a body: something is at the pointer (`present`; a null too),
+    /// or some value there (a string, or the JSON text of a number or boolean; with `*`, of
+    /// any array element) equals one of the values exactly.
+    pub fn holds_on_body(&self, body: Option<&Body>) -> bool {
+        let Some(body) = body else {
+            return false;
+        };
+        match &self.values {
+            None => body.has(&self.key),
+            Some(values) => body
+                .select(&self.key)
+                .iter()
+                .any(|found| values.contains(found)),
+        }
+    }
 }
 
 /// A text matcher.
@@ -192,4 +239,87 @@ pub struct LiteralEntry {
     pub folds_beyond_ascii: bool,
     /// Rules (indices into [`CatalogueModel::rules`]) it admits.
     pub rules: Vec<u32>,
+}
+
+/// The catalogue model of format 3, whose rules had no guards on headers or the body: read
+/// and converted, so that a stored format-3 bundle keeps classifying as it was built to.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogueModelV3 {
+    redaction_version: String,
+    tiers: Vec<String>,
+    codes: Vec<CodeEntry>,
+    rules: Vec<RuleEntryV3>,
+    views: Vec<ViewEntry>,
+    literals: Vec<LiteralEntry>,
+}
+
+/// A format-3 rule: [`RuleEntry`] with [`GuardsEntryV3`].
+#[derive(Debug, Deserialize)]
+struct RuleEntryV3 {
+    id: String,
+    doc: String,
+    code: u32,
+    confidence: Confidence,
+    scope: Scope,
+    tier: u32,
+    guards: GuardsEntryV3,
+    matchers: Vec<MatcherEntry>,
+    vetoes: Vec<MatcherEntry>,
+    timing: Vec<TimingExtractor>,
+    excerpt: Option<String>,
+    remediation: Option<RemediationEntry>,
+    gated: bool,
+    verified_examples: u32,
+}
+
+/// Format-3 guards: [`GuardsEntry`] without `headers` and `body`.
+#[derive(Debug, Deserialize)]
+struct GuardsEntryV3 {
+    phase: Option<Vec<Phase>>,
+    provider_id: Option<Vec<String>>,
+    source: Option<Vec<Source>>,
+    http_status: Option<Vec<u16>>,
+    exit_code: Option<Vec<i32>>,
+    present: Vec<EvidenceField>,
+}
+
+impl From<CatalogueModelV3> for CatalogueModel {
+    fn from(old: CatalogueModelV3) -> CatalogueModel {
+        CatalogueModel {
+            redaction_version: old.redaction_version,
+            tiers: old.tiers,
+            codes: old.codes,
+            rules: old
+                .rules
+                .into_iter()
+                .map(|rule| RuleEntry {
+                    id: rule.id,
+                    doc: rule.doc,
+                    code: rule.code,
+                    confidence: rule.confidence,
+                    scope: rule.scope,
+                    tier: rule.tier,
+                    guards: GuardsEntry {
+                        phase: rule.guards.phase,
+                        provider_id: rule.guards.provider_id,
+                        source: rule.guards.source,
+                        http_status: rule.guards.http_status,
+                        exit_code: rule.guards.exit_code,
+                        present: rule.guards.present,
+                        headers: Vec::new(),
+                        body: Vec::new(),
+                    },
+                    matchers: rule.matchers,
+                    vetoes: rule.vetoes,
+                    timing: rule.timing,
+                    excerpt: rule.excerpt,
+                    remediation: rule.remediation,
+                    gated: rule.gated,
+                    verified_examples: rule.verified_examples,
+                })
+                .collect(),
+            views: old.views,
+            literals: old.literals,
+        }
+    }
 }

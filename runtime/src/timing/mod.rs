@@ -1,8 +1,8 @@
 //! Timing hints: when a quota or rate limit resets, from the evidence.
 //!
-//! A structured reset time (the evidence's `reset_hint`) beats anything read from text. Text is
-//! read only by the extractors the winning rule declares (`timing [...]`), in that order, over
-//! the raw text, and the first hint that passes validation wins:
+//! A structured reset time (the evidence's `reset_hint`) beats anything read from headers, the
+//! body or text. Text is read only by the extractors the winning rule declares (`timing
+//! [...]`), in that order, over the raw text, and the first hint that passes validation wins:
 //!
 //! - `try_again_at`: "try again at Sep 27th, 2026 3:09 PM UTC". The zone (`UTC`, `GMT`, `Z` or a
 //!   numeric offset up to ±14:00) is mandatory: a wall-clock time without one names no instant.
@@ -12,6 +12,10 @@
 //!   tomorrow in a named IANA zone. A wall-clock time the zone skips (spring gap) or repeats
 //!   (autumn fold) names no single instant, so it gives no hint.
 //! - `resets_in`: "resets in 2h 30m", a delay from now.
+//!
+//! - Structured extractors (`retry_after`, `retry_after_ms`, `ratelimit_reset`, `body_reset`)
+//!   read the response headers and the error body, and are consulted before every text
+//!   extractor of the rule, whatever the declared order.
 //!
 //! Validation: a hint must lie strictly after `now` and at most eight years ahead, so nothing
 //! stale or absurd reaches an orchestrator; how long it is willing to wait is its own policy.
@@ -26,7 +30,14 @@ use jiff::civil::{Date, DateTime};
 use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use regex::{Captures, Regex};
 
+use crate::structured::{Body, Headers};
 use crate::vocab::TimingExtractor;
+
+mod structured;
+mod text;
+
+use structured::*;
+use text::*;
 
 /// How far ahead a hint may lie: eight years of 365.25 days.
 const MAX_HORIZON_SECONDS: i64 = 2922 * 86_400;
@@ -38,6 +49,9 @@ const MAX_ROLL_FORWARD_YEARS: i16 = 8;
 pub enum HintSource {
     /// The evidence's structured `reset_hint`.
     Structured,
+    /// A structured extractor of the winning rule: one that reads the response headers or the
+    /// error body ([`TimingExtractor::is_structured`]).
+    Field(TimingExtractor),
     /// A text extractor of the winning rule.
     Text(TimingExtractor),
 }
@@ -46,9 +60,22 @@ impl std::fmt::Display for HintSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HintSource::Structured => f.write_str("structured `reset_hint`"),
+            HintSource::Field(extractor @ TimingExtractor::BodyReset) => {
+                write!(f, "body extractor `{extractor}`")
+            }
+            HintSource::Field(extractor) => write!(f, "header extractor `{extractor}`"),
             HintSource::Text(extractor) => write!(f, "text extractor `{extractor}`"),
         }
     }
+}
+
+/// The structured evidence the structured extractors read.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Fields<'e> {
+    /// The response headers.
+    pub(crate) headers: Option<&'e Headers>,
+    /// The error body (the evidence's, or one lifted from its text).
+    pub(crate) body: Option<&'e Body>,
 }
 
 /// What one source gave.
@@ -153,16 +180,28 @@ pub fn format_instant(instant: SystemTime) -> String {
 
 /// Reads a reset time from `text` with `extractors`, in order, as a rule declaring them would:
 /// the first hint valid at `now`, as RFC 3339 in UTC.
+/// The structured extractors (headers, body) find nothing in a bare text.
 pub fn reset_time(text: &str, extractors: &[TimingExtractor], now: SystemTime) -> Option<String> {
-    resolve(None, extractors, text, timestamp(now), None).map(|hint| hint.rfc3339())
+    resolve(
+        None,
+        extractors,
+        text,
+        Fields::default(),
+        timestamp(now),
+        None,
+    )
+    .map(|hint| hint.rfc3339())
 }
 
-/// The timing stage: the structured hint if it is valid, otherwise the first valid text hint
-/// of the winning rule's extractors. Records every source consulted into `steps`.
+/// The timing stage: the structured hint if it is valid, otherwise the first valid hint of the
+/// winning rule's structured extractors (headers and body), in declared order, otherwise the
+/// first valid hint of its text extractors, in declared order. Records every source consulted
+/// into `steps`.
 pub(crate) fn resolve(
     structured: Option<&str>,
     extractors: &[TimingExtractor],
     raw: &str,
+    fields: Fields<'_>,
     now: Timestamp,
     mut steps: Option<&mut Vec<HintStep>>,
 ) -> Option<ResetHint> {
@@ -189,9 +228,25 @@ pub(crate) fn resolve(
             ),
         }
     }
-    for extractor in extractors {
-        let source = HintSource::Text(*extractor);
-        match extract(*extractor, raw, now) {
+    // Structured before text, whatever the declared order.
+    let ordered = extractors
+        .iter()
+        .filter(|extractor| extractor.is_structured())
+        .chain(
+            extractors
+                .iter()
+                .filter(|extractor| !extractor.is_structured()),
+        );
+    for extractor in ordered {
+        let (source, extracted) = if extractor.is_structured() {
+            (
+                HintSource::Field(*extractor),
+                extract_structured(*extractor, fields, now),
+            )
+        } else {
+            (HintSource::Text(*extractor), extract(*extractor, raw, now))
+        };
+        match extracted {
             Extracted::Absent => record(source, HintOutcome::Absent),
             Extracted::Unreadable(reason) => record(source, HintOutcome::Unreadable(reason)),
             Extracted::At(at) => match validate(at, now) {
@@ -226,292 +281,6 @@ fn validate(at: Timestamp, now: Timestamp) -> Result<ResetHint, &'static str> {
         return Err("it is more than eight years ahead");
     }
     Ok(ResetHint { at, now })
-}
-
-/// What an extractor found in a text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Extracted {
-    Absent,
-    Unreadable(String),
-    At(Timestamp),
-}
-
-/// Reads one candidate: an instant, or why the text names none.
-type Reader = fn(&Captures<'_>, Timestamp) -> Result<Timestamp, String>;
-
-/// Runs one extractor over `text` (before validation). Of several candidates the first that
-/// names an instant wins; if none does, the first one's reason is reported.
-pub(crate) fn extract(extractor: TimingExtractor, text: &str, now: Timestamp) -> Extracted {
-    let (pattern, read): (&Regex, Reader) = match extractor {
-        TimingExtractor::TryAgainAt => (&TRY_AGAIN_AT, read_try_again_at),
-        TimingExtractor::ResetsClock => (&RESETS_CLOCK, read_resets_clock),
-        TimingExtractor::ResetsIn => (&RESETS_IN, read_resets_in),
-    };
-    let mut first_reason = None;
-    for captures in pattern.captures_iter(text) {
-        match read(&captures, now) {
-            Ok(at) => return Extracted::At(at),
-            Err(reason) => {
-                first_reason.get_or_insert(reason);
-            }
-        }
-    }
-    match first_reason {
-        Some(reason) => Extracted::Unreadable(reason),
-        None => Extracted::Absent,
-    }
-}
-
-#[expect(
-    clippy::expect_used,
-    reason = "the patterns are constants of this module; every one is compiled by its tests"
-)]
-fn regex(pattern: &str) -> Regex {
-    Regex::new(pattern).expect("constant timing pattern")
-}
-
-static TRY_AGAIN_AT: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)try again at\s+([A-Za-z]{3,9})[\s,]+(\d{1,2})(st|nd|rd|th)?(?:[\s,]+(\d{4}))?[\s,]+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(AM|PM)?\s+(UTC|GMT|Z|[+-]\d{2}:?\d{2})(?:\s|[.,;!?]|$)",
-    )
-});
-
-static RESETS_CLOCK: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"(?i)\bresets\s+(\d{1,2})(?::(\d{2}))?\s*(AM|PM)\s+\(([^()\r\n]+)\)"));
-
-static RESETS_IN: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)\bresets?\s+in\s+(?:(\d+)\s*(?:days?|d)\b)?\s*(?:(\d+)\s*(?:hours?|hrs?|h)\b)?\s*(?:(\d+)\s*(?:minutes?|mins?|min|m)\b)?",
-    )
-});
-
-fn group<'t>(captures: &Captures<'t>, index: usize) -> Option<&'t str> {
-    captures.get(index).map(|m| m.as_str())
-}
-
-fn number<T: std::str::FromStr>(captures: &Captures<'_>, index: usize) -> Option<T> {
-    group(captures, index).and_then(|text| text.parse().ok())
-}
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
-/// A month by its full English name or its first three letters, in any case.
-fn month(name: &str) -> Option<i8> {
-    let name = name.to_ascii_lowercase();
-    let position = MONTHS
-        .iter()
-        .position(|full| *full == name || (name.len() == 3 && full.starts_with(name.as_str())))?;
-    i8::try_from(position + 1).ok()
-}
-
-fn ordinal_suffix(day: i8) -> &'static str {
-    match (day % 10, day % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    }
-}
-
-/// The hour of a 12-hour clock reading, or of a 24-hour one when `meridiem` is absent.
-fn hour(hour: i8, meridiem: Option<&str>) -> Result<i8, String> {
-    match meridiem.map(str::to_ascii_lowercase).as_deref() {
-        None if (0..=23).contains(&hour) => Ok(hour),
-        None => Err(format!("hour {hour} is not on a 24-hour clock")),
-        Some(_) if !(1..=12).contains(&hour) => {
-            Err(format!("hour {hour} is not on a 12-hour clock"))
-        }
-        Some("am") => Ok(hour % 12),
-        Some(_) => Ok(hour % 12 + 12),
-    }
-}
-
-/// `UTC`, `GMT`, `Z`, or `±HH:MM` / `±HHMM` up to ±14:00.
-fn offset(text: &str) -> Result<Offset, String> {
-    if ["utc", "gmt", "z"].contains(&text.to_ascii_lowercase().as_str()) {
-        return Ok(Offset::UTC);
-    }
-    let (sign, digits) = match text.split_at_checked(1) {
-        Some(("+", digits)) => (1, digits),
-        Some(("-", digits)) => (-1, digits),
-        _ => return Err(format!("`{text}` is not a zone")),
-    };
-    let digits = digits.replace(':', "");
-    let (hours, minutes) = digits
-        .split_at_checked(2)
-        .and_then(|(hours, minutes)| {
-            Some((hours.parse::<i32>().ok()?, minutes.parse::<i32>().ok()?))
-        })
-        .ok_or_else(|| format!("`{text}` is not an offset"))?;
-    if minutes > 59 || hours * 60 + minutes > 14 * 60 {
-        return Err(format!("offset `{text}` is beyond ±14:00"));
-    }
-    Offset::from_seconds(sign * (hours * 3600 + minutes * 60))
-        .map_err(|error| format!("offset `{text}`: {error}"))
-}
-
-fn read_try_again_at(captures: &Captures<'_>, now: Timestamp) -> Result<Timestamp, String> {
-    let month_name = group(captures, 1).unwrap_or_default();
-    let month = month(month_name).ok_or_else(|| format!("`{month_name}` is not a month"))?;
-    let day: i8 = number(captures, 2).ok_or("the day is not a number")?;
-    if let Some(suffix) = group(captures, 3)
-        && !suffix.eq_ignore_ascii_case(ordinal_suffix(day))
-    {
-        return Err(format!("`{day}{suffix}` is not an ordinal"));
-    }
-    let hour = hour(
-        number(captures, 5).ok_or("the hour is not a number")?,
-        group(captures, 8),
-    )?;
-    let minute: i8 = number(captures, 6).ok_or("the minute is not a number")?;
-    let second: i8 = match group(captures, 7) {
-        Some(_) => number(captures, 7).ok_or("the second is not a number")?,
-        None => 0,
-    };
-    if minute > 59 || second > 59 {
-        return Err(format!("{minute:02}:{second:02} is not a time"));
-    }
-    let offset = offset(group(captures, 9).unwrap_or_default())?;
-    let at_year = |year: i16| -> Result<Timestamp, String> {
-        let civil = DateTime::new(year, month, day, hour, minute, second, 0)
-            .map_err(|_| format!("{month_name} {day}, {year} is not a date"))?;
-        offset
-            .to_timestamp(civil)
-            .map_err(|error| format!("out of range: {error}"))
-    };
-    match group(captures, 4) {
-        Some(year) => {
-            let year: i16 = year
-                .parse()
-                .map_err(|_| format!("`{year}` is not a year"))?;
-            if !(1970..=9999).contains(&year) {
-                return Err(format!("year {year} is out of range"));
-            }
-            at_year(year)
-        }
-        None => {
-            let this_year = offset.to_datetime(now).year();
-            let mut first_reason = None;
-            for year in this_year..=this_year.saturating_add(MAX_ROLL_FORWARD_YEARS) {
-                match at_year(year) {
-                    Ok(at) if at > now => return Ok(at),
-                    Ok(_) => {}
-                    Err(reason) => {
-                        first_reason.get_or_insert(reason);
-                    }
-                }
-            }
-            Err(first_reason.unwrap_or_else(|| {
-                format!("{month_name} {day} does not come within {MAX_ROLL_FORWARD_YEARS} years")
-            }))
-        }
-    }
-}
-
-/// An IANA zone name as a notice may carry it: `UTC`, or a relative, clean path such as
-/// `America/Argentina/Buenos_Aires`. Abbreviations (`EET`) and `Local` name no fixed zone.
-fn zone(name: &str) -> Result<TimeZone, String> {
-    let clean = name
-        .split('/')
-        .all(|part| !part.is_empty() && part != "." && part != "..");
-    // A name that is not a zone is arbitrary text of the evidence: it is quoted redacted, as
-    // explanations show it.
-    if name != "UTC" && (!name.contains('/') || !clean || name.contains('\\') || name == "Local") {
-        return Err(format!(
-            "`{}` is not an IANA zone name",
-            crate::sanitize::diagnostic(name)
-        ));
-    }
-    TimeZone::get(name).map_err(|_| {
-        format!(
-            "`{}` is not a known time zone",
-            crate::sanitize::diagnostic(name)
-        )
-    })
-}
-
-fn read_resets_clock(captures: &Captures<'_>, now: Timestamp) -> Result<Timestamp, String> {
-    let hour = hour(
-        number(captures, 1).ok_or("the hour is not a number")?,
-        group(captures, 3),
-    )?;
-    let minute: i8 = match group(captures, 2) {
-        Some(_) => number(captures, 2).ok_or("the minute is not a number")?,
-        None => 0,
-    };
-    if minute > 59 {
-        return Err(format!("minute {minute} is not a time"));
-    }
-    let zone_name = group(captures, 4).unwrap_or_default().trim();
-    let zone = zone(zone_name)?;
-    let local_now = zone.to_datetime(now);
-    let today: Date = local_now.date();
-    let tomorrow = today
-        .tomorrow()
-        .map_err(|error| format!("out of range: {error}"))?;
-    for day in [today, tomorrow] {
-        let wall = DateTime::new(day.year(), day.month(), day.day(), hour, minute, 0, 0)
-            .map_err(|error| format!("out of range: {error}"))?;
-        match zone.to_ambiguous_timestamp(wall).offset() {
-            AmbiguousOffset::Unambiguous { offset } => {
-                let at = offset
-                    .to_timestamp(wall)
-                    .map_err(|error| format!("out of range: {error}"))?;
-                if at > now {
-                    return Ok(at);
-                }
-            }
-            // A skipped or repeated wall-clock time names no single instant; only if it has
-            // already gone by today is tomorrow's the one meant.
-            AmbiguousOffset::Gap { .. } | AmbiguousOffset::Fold { .. }
-                if day == today && wall < local_now => {}
-            AmbiguousOffset::Gap { .. } => {
-                return Err(format!(
-                    "{wall} does not exist in {zone_name} (clocks skip it)"
-                ));
-            }
-            AmbiguousOffset::Fold { .. } => {
-                return Err(format!(
-                    "{wall} happens twice in {zone_name} (clocks repeat it)"
-                ));
-            }
-        }
-    }
-    Err("no future time".to_owned())
-}
-
-fn read_resets_in(captures: &Captures<'_>, now: Timestamp) -> Result<Timestamp, String> {
-    let part = |index: usize| -> Result<i64, String> {
-        match group(captures, index) {
-            None => Ok(0),
-            Some(text) => text.parse().map_err(|_| format!("`{text}` is too large")),
-        }
-    };
-    let seconds = part(1)?
-        .checked_mul(86_400)
-        .zip(part(2)?.checked_mul(3_600))
-        .zip(part(3)?.checked_mul(60))
-        .and_then(|((days, hours), minutes)| days.checked_add(hours)?.checked_add(minutes))
-        .ok_or("the delay is too large")?;
-    if seconds == 0 {
-        return Err("the delay is empty or zero".to_owned());
-    }
-    now.checked_add(jiff::SignedDuration::from_secs(seconds))
-        .map_err(|_| "the delay is too large".to_owned())
 }
 
 #[cfg(test)]
@@ -596,6 +365,7 @@ mod tests {
             Some("2026-10-01T09:00:00Z"),
             &extractors,
             text,
+            Fields::default(),
             now,
             Some(&mut steps),
         );
@@ -611,6 +381,7 @@ mod tests {
             Some("2026-10-01T07:00:00Z"),
             &extractors,
             text,
+            Fields::default(),
             now,
             Some(&mut steps),
         );
@@ -621,10 +392,213 @@ mod tests {
         assert!(matches!(steps[0].outcome, HintOutcome::Rejected { .. }));
         // Too far ahead, and unreadable.
         assert_eq!(
-            resolve(Some("2040-01-01T00:00:00Z"), &[], "", now, None),
+            resolve(
+                Some("2040-01-01T00:00:00Z"),
+                &[],
+                "",
+                Fields::default(),
+                now,
+                None
+            ),
             None
         );
-        assert_eq!(resolve(Some("tomorrow"), &[], "", now, None), None);
+        assert_eq!(
+            resolve(Some("tomorrow"), &[], "", Fields::default(), now, None),
+            None
+        );
+    }
+
+    fn structured(
+        extractor: TimingExtractor,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+        now: &str,
+    ) -> Extracted {
+        let mut kept = Headers::new();
+        for (name, value) in headers {
+            kept.insert(name, value);
+        }
+        let body = body.map(Body::from_text);
+        let fields = Fields {
+            headers: Some(&kept),
+            body: body.as_ref(),
+        };
+        extract_structured(extractor, fields, at(now))
+    }
+
+    fn instant(extracted: Extracted) -> Option<String> {
+        match extracted {
+            Extracted::At(at) => Some(at.to_string()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_delta_seconds_and_http_dates() {
+        let now = "2026-10-01T08:00:00Z";
+        let read = |value: &str| {
+            instant(structured(
+                TimingExtractor::RetryAfter,
+                &[("Retry-After", value)],
+                None,
+                now,
+            ))
+        };
+        assert_eq!(read("30").as_deref(), Some("2026-10-01T08:00:30Z"));
+        assert_eq!(read("1.5").as_deref(), Some("2026-10-01T08:00:01.5Z"));
+        assert_eq!(
+            read("Thu, 01 Oct 2026 09:00:00 GMT").as_deref(),
+            Some("2026-10-01T09:00:00Z")
+        );
+        // The weekday must fit the date; negative and non-numeric delays are refused.
+        assert_eq!(read("Fri, 01 Oct 2026 09:00:00 GMT"), None);
+        assert_eq!(read("-5"), None);
+        assert_eq!(read("soon"), None);
+        assert!(matches!(
+            structured(
+                TimingExtractor::RetryAfter,
+                &[("retry-after", "soon")],
+                None,
+                now
+            ),
+            Extracted::Unreadable(_)
+        ));
+        assert_eq!(
+            structured(TimingExtractor::RetryAfter, &[], None, now),
+            Extracted::Absent
+        );
+    }
+
+    #[test]
+    fn retry_after_ms_reads_milliseconds() {
+        let now = "2026-10-01T08:00:00Z";
+        let hint = structured(
+            TimingExtractor::RetryAfterMs,
+            &[("retry-after-ms", "1500")],
+            None,
+            now,
+        );
+        assert_eq!(instant(hint).as_deref(), Some("2026-10-01T08:00:01.5Z"));
+        let hint = structured(
+            TimingExtractor::RetryAfterMs,
+            &[("x-ms-retry-after-ms", "20")],
+            None,
+            now,
+        );
+        assert_eq!(instant(hint).as_deref(), Some("2026-10-01T08:00:00.02Z"));
+    }
+
+    #[test]
+    fn ratelimit_reset_reads_go_durations_and_instants_and_takes_the_latest() {
+        let now = "2026-10-01T08:00:00Z";
+        let read = |headers: &[(&str, &str)]| {
+            instant(structured(
+                TimingExtractor::RatelimitReset,
+                headers,
+                None,
+                now,
+            ))
+        };
+        assert_eq!(
+            read(&[("x-ratelimit-reset-tokens", "6m0s")]).as_deref(),
+            Some("2026-10-01T08:06:00Z")
+        );
+        assert_eq!(
+            read(&[("x-ratelimit-reset-requests", "1h2m3.5s")]).as_deref(),
+            Some("2026-10-01T09:02:03.5Z")
+        );
+        assert_eq!(
+            read(&[
+                ("x-ratelimit-reset-requests", "20ms"),
+                ("x-ratelimit-reset-tokens", "1.5s")
+            ])
+            .as_deref(),
+            Some("2026-10-01T08:00:01.5Z")
+        );
+        assert_eq!(
+            read(&[("anthropic-ratelimit-tokens-reset", "2026-10-01T08:01:00Z")]).as_deref(),
+            Some("2026-10-01T08:01:00Z")
+        );
+        assert_eq!(
+            read(&[("anthropic-ratelimit-unified-reset", "1790000000")]).as_deref(),
+            Some("2026-09-21T14:13:20Z")
+        );
+        assert_eq!(read(&[("x-ratelimit-reset-tokens", "6 minutes")]), None);
+        assert_eq!(read(&[("x-ratelimit-reset-tokens", "6x")]), None);
+    }
+
+    #[test]
+    fn body_reset_reads_retry_info_and_reset_fields() {
+        let now = "2026-10-01T08:00:00Z";
+        let read =
+            |body: &str| instant(structured(TimingExtractor::BodyReset, &[], Some(body), now));
+        let google = r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure"},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"34.074824224s"}]}}"#;
+        assert_eq!(
+            read(google).as_deref(),
+            Some("2026-10-01T08:00:34.074824224Z")
+        );
+        let codex = r#"{"error":{"type":"usage_limit_reached","resets_at":1790000000}}"#;
+        assert_eq!(read(codex).as_deref(), Some("2026-09-21T14:13:20Z"));
+        let codex = r#"{"error":{"type":"usage_limit_reached","resets_in_seconds":90}}"#;
+        assert_eq!(read(codex).as_deref(), Some("2026-10-01T08:01:30Z"));
+        let router = r#"{"error":{"code":429,"metadata":{"retry_after_seconds":5}}}"#;
+        assert_eq!(read(router).as_deref(), Some("2026-10-01T08:00:05Z"));
+        let rfc = r#"{"error":{"resets_at":"2026-10-02T00:00:00Z"}}"#;
+        assert_eq!(read(rfc).as_deref(), Some("2026-10-02T00:00:00Z"));
+        assert_eq!(read(r#"{"error":{"resets_at":"later"}}"#), None);
+        assert_eq!(read("not json"), None);
+    }
+
+    #[test]
+    fn structured_extractors_go_before_text_ones_and_are_validated() {
+        let now = at("2026-10-01T08:00:00Z");
+        let mut headers = Headers::new();
+        headers.insert("retry-after", "30");
+        let fields = Fields {
+            headers: Some(&headers),
+            body: None,
+        };
+        let text = "try again at Oct 2nd, 2026 1:00 PM UTC";
+        let extractors = [TimingExtractor::TryAgainAt, TimingExtractor::RetryAfter];
+        let mut steps = Vec::new();
+        let hint = resolve(None, &extractors, text, fields, now, Some(&mut steps));
+        assert_eq!(
+            hint.map(|h| h.rfc3339()).as_deref(),
+            Some("2026-10-01T08:00:30Z")
+        );
+        assert_eq!(
+            steps[0].source,
+            HintSource::Field(TimingExtractor::RetryAfter)
+        );
+        assert_eq!(
+            steps[0].source.to_string(),
+            "header extractor `retry_after`"
+        );
+        // A zero delay is not after now: rejected, and the text is consulted.
+        let mut headers = Headers::new();
+        headers.insert("retry-after", "0");
+        let fields = Fields {
+            headers: Some(&headers),
+            body: None,
+        };
+        let mut steps = Vec::new();
+        let hint = resolve(None, &extractors, text, fields, now, Some(&mut steps));
+        assert_eq!(
+            hint.map(|h| h.rfc3339()).as_deref(),
+            Some("2026-10-02T13:00:00Z")
+        );
+        assert!(matches!(steps[0].outcome, HintOutcome::Rejected { .. }));
+        // Beyond the horizon.
+        let mut headers = Headers::new();
+        headers.insert("retry-after", "999999999");
+        let fields = Fields {
+            headers: Some(&headers),
+            body: None,
+        };
+        assert_eq!(
+            resolve(None, &[TimingExtractor::RetryAfter], "", fields, now, None),
+            None
+        );
     }
 
     #[test]
@@ -707,10 +681,40 @@ mod tests {
             #[test]
             fn every_returned_hint_is_valid(text in text(), now in now()) {
                 let extractors = [TimingExtractor::TryAgainAt, TimingExtractor::ResetsClock, TimingExtractor::ResetsIn];
-                if let Some(hint) = resolve(None, &extractors, &text, now, None) {
+                if let Some(hint) = resolve(None, &extractors, &text, Fields::default(), now, None) {
                     prop_assert!(hint.at > now);
                     prop_assert!(hint.at.as_second() - now.as_second() <= MAX_HORIZON_SECONDS);
                     prop_assert!(hint.retry_after_seconds() > 0);
+                }
+            }
+
+            /// Whatever the headers and body say, every hint returned lies after now and within
+            /// the horizon, and structured extractors never panic.
+            #[test]
+            fn every_structured_hint_is_valid(
+                value in "[0-9.hmsunµ:TZ +-]{0,24}|Thu, 01 Oct 20[0-9]{2} 0[0-9]:00:00 GMT",
+                now in now(),
+            ) {
+                let mut headers = Headers::new();
+                for name in ["retry-after", "retry-after-ms", "x-ratelimit-reset-tokens", "anthropic-ratelimit-unified-reset"] {
+                    headers.insert(name, &value);
+                }
+                let body = Body::from_text(&format!(
+                    r#"{{"error":{{"resets_at":{0:?},"details":[{{"retryDelay":{0:?}}}]}}}}"#,
+                    value
+                ));
+                let fields = Fields { headers: Some(&headers), body: Some(&body) };
+                let extractors = [
+                    TimingExtractor::RetryAfter,
+                    TimingExtractor::RetryAfterMs,
+                    TimingExtractor::RatelimitReset,
+                    TimingExtractor::BodyReset,
+                ];
+                for extractor in extractors {
+                    if let Some(hint) = resolve(None, &[extractor], "", fields, now, None) {
+                        prop_assert!(hint.at > now);
+                        prop_assert!(hint.at.as_second() - now.as_second() <= MAX_HORIZON_SECONDS);
+                    }
                 }
             }
 
