@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{faultline, stdout};
+use common::{classify_stdin, faultline, stdout};
 use serde_json::Value;
 
 const MALFORMED: &str = "fixtures/malformed/every-error-in-one-run.rules";
@@ -307,17 +307,6 @@ fn the_readme_set_up_command_classifies_the_example_evidence_as_it_says() {
             &Value::from("low")
         )
     );
-}
-
-fn classify_stdin(args: &[&str], input: &str) -> std::process::Output {
-    assert_cmd::Command::cargo_bin("faultline")
-        .unwrap()
-        .current_dir(common::root())
-        .arg("classify")
-        .args(args)
-        .write_stdin(input)
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! The compiled bundle agrees with the reference interpreter on every input: examples,
 //! mutations of them, token soups built from the catalogue's own words, random text, and random
 //! structured fields, response headers and error bodies (given, or printed into the text for
-//! the runtime to lift) built from the catalogue's own header and body guards. At least 100,000 generated inputs per run. On every one, the cheap gate
-//! (`Bundle::may_classify`) is sound: when it rejects, the winner is low-confidence.
+//! the runtime to lift) built from the catalogue's own header and body guards. At least
+//! 100,000 generated inputs per run. On every one, the cheap gate (`Bundle::may_classify`) is
+//! sound: when it rejects, the winner is low-confidence.
 
 #![allow(
     clippy::unwrap_used,

@@ -15,6 +15,8 @@
 
 mod common;
 
+use common::classify_stdin;
+
 use std::sync::LazyLock;
 
 use faultline_runtime::{Body, Bundle, Evidence, parse_instant};
@@ -22,17 +24,6 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 static BUNDLE: LazyLock<Bundle> = LazyLock::new(common::catalogue_bundle);
-
-fn classify_stdin(args: &[&str], input: &str) -> std::process::Output {
-    assert_cmd::Command::cargo_bin("faultline")
-        .unwrap()
-        .current_dir(common::root())
-        .arg("classify")
-        .args(args)
-        .write_stdin(input)
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn classify_accepts_headers_and_a_body_and_never_fails_a_line_for_a_body() {

@@ -29,6 +29,18 @@ pub fn faultline(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs `faultline classify ARGS…` from the repository root with `input` on stdin.
+pub fn classify_stdin(args: &[&str], input: &str) -> Output {
+    assert_cmd::Command::cargo_bin("faultline")
+        .unwrap()
+        .current_dir(root())
+        .arg("classify")
+        .args(args)
+        .write_stdin(input)
+        .output()
+        .unwrap()
+}
+
 /// Runs a prepared `faultline` command with `input` written to its standard input (from a
 /// thread, so a command that answers as it reads never blocks the writer). The bound only
 /// catches a hang (an answer held back, a loop that never ends); it is no performance claim.
