@@ -275,6 +275,37 @@ fn the_readme_says_what_the_main_command_prints() {
 }
 
 #[test]
+fn the_readme_fixture_tables_are_what_test_prints() {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let claimed = readme
+        .split("<!-- faultline test --table: begin -->\n")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- faultline test --table: end -->").next())
+        .expect("the README holds the fixture tables");
+    let output = faultline(&["test", "--table"]);
+    assert_eq!(output.status.code(), Some(0));
+    let printed = stdout(&output);
+    let tables = printed
+        .trim_end()
+        .rsplit_once('\n')
+        .map(|(tables, _closing)| tables.trim())
+        .unwrap();
+    assert!(
+        tables.starts_with("| expected code | passed | fixtures |"),
+        "{printed}"
+    );
+    assert!(
+        tables.contains("| surface (fixture file) | passed | fixtures |"),
+        "{printed}"
+    );
+    assert_eq!(
+        claimed.trim(),
+        tables,
+        "README.md's tables are stale: paste the output of `faultline test --table`"
+    );
+}
+
+#[test]
 fn the_readme_set_up_command_classifies_the_example_evidence_as_it_says() {
     let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
     assert!(readme.contains("cargo run --release -- classify examples/evidence.jsonl"));

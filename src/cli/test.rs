@@ -1,6 +1,8 @@
 //! `faultline test`: every inline example of a catalogue, and every classification fixture,
-//! through the compiled bundle; a line per failure and a closing `N passed, N failed` line.
+//! through the compiled bundle; a line per failure, with `--table` the fixtures passed per
+//! expected code and per surface (fixture file), and a closing `N passed, N failed` line.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use std::time::SystemTime;
@@ -20,6 +22,36 @@ pub struct Args {
     /// Classification fixtures: a directory of `*.jsonl` files, or one such file.
     #[arg(long, value_name = "DIR", default_value = "fixtures/classify")]
     fixtures: PathBuf,
+    /// Also print, as Markdown tables, how many fixtures pass per expected code and per surface
+    /// (the fixture file they are in).
+    #[arg(long)]
+    table: bool,
+}
+
+/// Fixtures passed and run, per key (an expected code, or a fixture file).
+#[derive(Debug, Default)]
+struct Tally(BTreeMap<String, (usize, usize)>);
+
+impl Tally {
+    fn count(&mut self, key: &str, passed: bool) {
+        let entry = self.0.entry(key.to_owned()).or_default();
+        entry.0 += usize::from(passed);
+        entry.1 += 1;
+    }
+
+    fn markdown(&self, heading: &str) -> String {
+        let mut table = format!("| {heading} | passed | fixtures |\n|---|---:|---:|\n");
+        for (key, (passed, total)) in &self.0 {
+            table.push_str(&format!("| {key} | {passed} | {total} |\n"));
+        }
+        table
+    }
+}
+
+/// What a fixture is counted under in the per-code table: its expected code, if it pins one
+/// (prose and ordinary output pin the fallback's code, or only rules that must not win).
+fn tally_code(fixture: &Fixture) -> &str {
+    fixture.expect.code.as_deref().unwrap_or("(no code pinned)")
 }
 
 /// One classification fixture: a sanitized real message (or a piece of prose) and what it must
@@ -222,7 +254,12 @@ pub fn run(args: &Args) -> Exit {
         }
     };
     let mut invalid = 0;
+    let (mut by_code, mut by_surface) = (Tally::default(), Tally::default());
     for path in &fixtures {
+        let surface = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(error) => {
@@ -256,6 +293,8 @@ pub fn run(args: &Args) -> Exit {
                 continue;
             };
             let problems = check(bundle, &fixture, now, reset);
+            by_code.count(tally_code(&fixture), problems.is_empty());
+            by_surface.count(&surface, problems.is_empty());
             if problems.is_empty() {
                 passed += 1;
             } else {
@@ -268,6 +307,13 @@ pub fn run(args: &Args) -> Exit {
                 ));
             }
         }
+    }
+    if args.table {
+        report.push('\n');
+        report.push_str(&by_code.markdown("expected code"));
+        report.push('\n');
+        report.push_str(&by_surface.markdown("surface (fixture file)"));
+        report.push('\n');
     }
     report.push_str(&format!("{passed} passed, {failed} failed\n"));
     out(&report);
