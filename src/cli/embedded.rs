@@ -77,6 +77,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/agents/gemini.rules"),
     ),
     (
+        "agents/cli.rules",
+        include_str!("../../catalogue/agents/cli.rules"),
+    ),
+    (
         "gateways.rules",
         include_str!("../../catalogue/gateways.rules"),
     ),
