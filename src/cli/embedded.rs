@@ -47,6 +47,14 @@ pub const FILES: &[(&str, &str)] = &[
         "providers/azure.rules",
         include_str!("../../catalogue/providers/azure.rules"),
     ),
+    (
+        "providers/mistral.rules",
+        include_str!("../../catalogue/providers/mistral.rules"),
+    ),
+    (
+        "providers/xai.rules",
+        include_str!("../../catalogue/providers/xai.rules"),
+    ),
     ("sdks.rules", include_str!("../../catalogue/sdks.rules")),
     (
         "agents/claude.rules",
