@@ -241,13 +241,10 @@ mod tests {
 
     #[test]
     fn a_rare_word_is_preferred_to_a_longer_common_one() {
-        // `error` is common in technical text; `quota` is not, though it is no longer.
+        // `error` is common in technical text; `quota` is not, though it is no shorter.
         assert!(is_common("error"));
         assert!(!is_common("quota"));
-        assert_eq!(
-            words(r"(?i)error:\s+quota\b"),
-            Some(vec!["quota".into()])
-        );
+        assert_eq!(words(r"(?i)error:\s+quota\b"), Some(vec!["quota".into()]));
         // Between two rare candidates the longer still wins.
         assert_eq!(
             words(r"(?i)quota\s+exhausted"),
