@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 
 use faultline_acp::dialect::recovery_profile;
@@ -55,6 +56,11 @@ enum Subcommand {
     Capture(Box<CaptureArgs>),
     /// Serve a fixture's frames as a fake ACP agent on standard input and output.
     Serve(ServeArgs),
+    /// Serve one mock-provider scenario (a documented provider error response) on 127.0.0.1.
+    MockProvider(super::record::MockArgs),
+    /// Record real agents against the mock provider, in a loopback-only network namespace:
+    /// recorded replay fixtures and classification fixtures of their error texts.
+    Record(Box<super::record::RecordArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -174,8 +180,11 @@ fn capture_agent(
     cwd: &Path,
     request: &CaptureRequest,
 ) -> std::io::Result<Result<Draft, CaptureError>> {
+    // Its own process group, ended whole: an npm launcher's child agent would otherwise
+    // survive and hold the standard streams open.
     let mut child = Command::new(program)
         .args(args)
+        .process_group(0)
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -188,6 +197,9 @@ fn capture_agent(
     let (outgoing, writing) = write_from_pipe(stdin);
     let captured = capture(bundle, incoming, outgoing, cwd, request);
     // The turn is over: the agent is not needed any more.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
     let _ = child.kill();
     let _ = child.wait();
     let _ = reading.join();
@@ -199,6 +211,8 @@ pub fn run(args: &Args) -> Exit {
     match &args.command {
         Some(Subcommand::Capture(capture)) => return run_capture(capture),
         Some(Subcommand::Serve(serve)) => return run_serve(serve),
+        Some(Subcommand::MockProvider(mock)) => return super::record::run_mock(mock),
+        Some(Subcommand::Record(record)) => return super::record::run_record(record),
         None => {}
     }
     let mut corpus: Vec<Fixture> = match load_dir(&args.directory) {
