@@ -35,8 +35,28 @@ fn every_cell_passes_both_layers_and_the_output_ends_with_the_count_line() {
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.last(), Some(&"22 passed, 0 failed"));
-    assert_eq!(lines.len(), 23);
+    // The 22 matrix cells and the recorded cells (`fixtures/replay/recorded/`): at least 30,
+    // from at least four real agents.
+    let recorded: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| line.strip_prefix("PASS recorded/"))
+        .collect();
+    let count = 22 + recorded.len();
+    assert_eq!(
+        lines.last(),
+        Some(&format!("{count} passed, 0 failed").as_str())
+    );
+    assert_eq!(lines.len(), count + 1);
+    assert!(recorded.len() >= 30, "{text}");
+    let agents: std::collections::BTreeSet<&str> = recorded
+        .iter()
+        .filter_map(|cell| {
+            ["claude-code-acp", "codex-acp", "gemini-cli", "opencode"]
+                .into_iter()
+                .find(|agent| cell.starts_with(agent))
+        })
+        .collect();
+    assert_eq!(agents.len(), 4, "{agents:?}");
     assert!(lines.contains(&"PASS claude-direct-matched: [message_chunk:diagnostic, error] provider_overloaded; pre-result: the only output was a `provider_overloaded` diagnostic the terminal failure contains; recovery automatic"));
     // The default directory is fixtures/replay.
     assert_eq!(stdout(&faultline(&["replay"])), text);

@@ -503,15 +503,20 @@ fn record_cell(
     let requests = mock.received().len();
     mock.stop();
     let _ = std::fs::remove_dir_all(&root);
+    let markers = markers(cell.scenario);
     let mut texts = Vec::new();
     let (draft, summary) = match captured {
         Ok(draft) => {
             for frame in &draft.fixture.frames {
                 match frame {
-                    Frame::PromptError { message, .. } => {
-                        texts.push(("prompt error".to_owned(), message.clone()))
+                    // A bare JSON-RPC message carries nothing of the scenario (codex-acp puts
+                    // the cause in `data`, which never crosses the adapter).
+                    Frame::PromptError { message, .. } if !GENERIC.contains(&message.trim()) => {
+                        texts.push(("prompt error".to_owned(), message.clone()));
                     }
-                    Frame::MessageChunk { text, .. } if lines.is_match(text) => {
+                    Frame::MessageChunk { text, .. }
+                        if lines.is_match(text) && carries(text, &markers) =>
+                    {
                         texts.push(("message".to_owned(), text.clone()));
                     }
                     _ => {}
@@ -547,13 +552,18 @@ fn record_cell(
     };
     let mut kept = 0;
     for line in stderr_text.lines() {
+        let line = plain(line);
         let line = line.trim();
         // A line opening an object or array dump carries no text of its own.
         let dump = line.ends_with(['{', '[']);
         if kept < MAX_ERROR_LINES
             && !dump
+            && line.len() >= MIN_LINE
+            // The harness's own paths (the cell's directory names the scenario's status).
+            && !line.contains(&*root.to_string_lossy())
             && lines.is_match(line)
-            && !texts.iter().any(|(_, text)| text == line)
+            && carries(line, &markers)
+            && !texts.iter().any(|(_, text)| line.contains(text.as_str()))
         {
             let line: String = line.chars().take(MAX_LINE).collect();
             texts.push(("stderr".to_owned(), sanitize(&line).0));
@@ -565,6 +575,77 @@ fn record_cell(
         summary,
         texts,
     })
+}
+
+/// JSON-RPC messages that say nothing but that a request failed.
+const GENERIC: &[&str] = &["Internal error", "Internal error (-32603)"];
+/// Shorter lines (`status: 400,`) are fragments of an object dump.
+const MIN_LINE: usize = 24;
+
+/// What shows that a text is about the scenario's error: its status code, and the strings of
+/// its body (error type, status, the message's start); for a closed port, the refused
+/// connection.
+fn markers(scenario: &Scenario) -> Vec<String> {
+    fn strings(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::String(text) if text.len() >= 6 => {
+                out.push(text.chars().take(40).collect());
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|item| strings(item, out)),
+            _ => {}
+        }
+    }
+    let mut markers = Vec::new();
+    match &scenario.response {
+        Some(response) => {
+            markers.push(response.status.to_string());
+            strings(&response.body, &mut markers);
+        }
+        None => markers.extend(
+            [
+                "ECONNREFUSED",
+                "onnection refused",
+                "Connection error",
+                "error sending request",
+                "fetch failed",
+            ]
+            .map(str::to_owned),
+        ),
+    }
+    markers
+}
+
+fn carries(text: &str, markers: &[String]) -> bool {
+    markers.iter().any(|marker| text.contains(marker.as_str()))
+}
+
+/// A log line without its ANSI colours and its tracing timestamp.
+fn plain(line: &str) -> String {
+    let mut text = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters final-byte.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        text.push(c);
+    }
+    let stamped = text.len() > 28
+        && text.as_bytes().get(4) == Some(&b'-')
+        && text.as_bytes().get(10) == Some(&b'T');
+    match text.split_once(' ') {
+        Some((_, rest)) if stamped => rest.trim_start().to_owned(),
+        _ => text,
+    }
 }
 
 /// One classification fixture line for an error text the agent emitted: the scenario's code
