@@ -19,12 +19,15 @@ fn stderr(output: &std::process::Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
 
-/// A copy of `fixtures/replay/` in a fresh directory.
+/// A copy of the matrix files of `fixtures/replay/` in a fresh directory.
 fn corpus_copy(name: &str) -> PathBuf {
     let directory = common::scratch(name);
     for entry in std::fs::read_dir(root().join("fixtures/replay")).unwrap() {
         let path = entry.unwrap().path();
-        std::fs::copy(&path, directory.join(path.file_name().unwrap())).unwrap();
+        // The matrix's files only: the recorded cells' directory is not part of the matrix.
+        if path.is_file() {
+            std::fs::copy(&path, directory.join(path.file_name().unwrap())).unwrap();
+        }
     }
     directory
 }
