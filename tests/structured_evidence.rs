@@ -568,3 +568,70 @@ fn body_views_parse_and_format_canonically() {
     .unwrap();
     assert_eq!(again, formatted);
 }
+
+/// A catalogue whose 429 rule names a body pointer for `body_reset`, then reads text delays.
+const NAMED_POINTER_CATALOGUE: &str = r#"
+catalogue "named-pointer" version "named-pointer.v1"
+tiers [structured, fallback]
+
+code rate_limited {
+    class transient
+    flags [auto_retryable, fallback_allowed]
+    scope account
+}
+
+code agent_runtime_error {
+    class unclassified
+    flags []
+    scope session
+}
+
+rule http.429 {
+    code rate_limited
+    confidence high
+    tier structured
+    when http_status = 429
+    timing [try_again_in, body_reset "/error/limit/resets_at"]
+}
+
+rule fallback.v1 {
+    code agent_runtime_error
+    confidence low
+    tier fallback
+}
+"#;
+
+#[test]
+fn explain_lists_body_reset_at_a_named_pointer_and_try_again_in() {
+    let directory = common::scratch("named-pointer");
+    std::fs::write(directory.join("catalogue.rules"), NAMED_POINTER_CATALOGUE).unwrap();
+    let catalogue = directory.to_str().unwrap();
+    let explain = |line: &str| {
+        let output = common::faultline(&[
+            "explain",
+            "--catalogue",
+            catalogue,
+            "--now",
+            "2026-09-01T00:00:00Z",
+            line,
+        ]);
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // The named pointer is read first (structured before text), and accepted.
+    let report = explain(
+        r#"{"http_status":429,"stderr":"Please try again in 2.746s.","body":{"error":{"limit":{"resets_at":"2026-09-01T01:00:00Z"}}}}"#,
+    );
+    assert!(
+        report.contains("body extractor `body_reset`: 2026-09-01T01:00:00Z, accepted"),
+        "{report}"
+    );
+    // A stale instant there is rejected with why, and the text's delay is taken instead.
+    let report = explain(
+        r#"{"http_status":429,"stderr":"Please try again in 2.746s.","body":{"error":{"limit":{"resets_at":"2026-08-01T00:00:00Z"}}}}"#,
+    );
+    assert!(report.contains("it is not after now"), "{report}");
+    assert!(
+        report.contains("text extractor `try_again_in`: 2026-09-01T00:00:02.746Z, accepted"),
+        "{report}"
+    );
+}
