@@ -65,11 +65,20 @@ const VIEWS: [TextView; 2] = [TextView::Raw, TextView::Sanitized];
 fn view_index(view: TextView) -> usize {
     match view {
         TextView::Raw => 0,
-        TextView::Sanitized => 1,
+        // Body views are tested value by value (`Test::Body`), never through a view's set.
+        TextView::Sanitized | TextView::Body => 1,
     }
 }
 
 enum Test {
+    /// A matcher on the error body: its regex over every value at its pointer (`anchored`:
+    /// over the trimmed value, with a suffix bound for `prefix`), any one matching.
+    Body {
+        pointer: String,
+        regex: Regex,
+        anchored: Option<Option<(usize, usize)>>,
+        group: Option<(u32, EvidenceField)>,
+    },
     /// Pattern `pattern` of the view's set; with `where group N == field`, confirmed by captures.
     Set {
         view: usize,
@@ -117,6 +126,43 @@ impl Plan {
             })
         };
         let mut test = |matcher: &TextMatcher| -> Test {
+            if let Some(pointer) = &matcher.pointer {
+                let case = |ignore_case: bool| if ignore_case { "(?i)" } else { "" };
+                let (pattern, anchored, group) = match &matcher.kind {
+                    MatcherKind::Regex {
+                        lowered,
+                        group_equals,
+                        ..
+                    } => (lowered.clone(), None, *group_equals),
+                    MatcherKind::Contains {
+                        literal,
+                        ignore_case,
+                    } => (escaped(literal, *ignore_case), None, None),
+                    MatcherKind::Prefix {
+                        literal,
+                        ignore_case,
+                        suffix,
+                    } => (
+                        format!(r"{}\A{}", case(*ignore_case), regex::escape(literal)),
+                        Some(*suffix),
+                        None,
+                    ),
+                    MatcherKind::Whole {
+                        literal,
+                        ignore_case,
+                    } => (
+                        format!(r"{}\A{}\z", case(*ignore_case), regex::escape(literal)),
+                        Some(None),
+                        None,
+                    ),
+                };
+                return Test::Body {
+                    pointer: pointer.clone(),
+                    regex: Regex::new(&pattern).unwrap(),
+                    anchored,
+                    group,
+                };
+            }
             let view = view_index(matcher.view);
             match &matcher.kind {
                 MatcherKind::Regex {
@@ -206,6 +252,37 @@ impl Plan {
         let hits: [OnceCell<Vec<bool>>; 2] = [OnceCell::new(), OnceCell::new()];
         let holds = |test: &Test| -> bool {
             match test {
+                Test::Body {
+                    pointer,
+                    regex,
+                    anchored,
+                    group,
+                } => {
+                    let values = evidence
+                        .body
+                        .as_ref()
+                        .map(|body| body.select(pointer))
+                        .unwrap_or_default();
+                    values.iter().any(|value| match (anchored, group) {
+                        (Some(suffix), _) => {
+                            let trimmed = value.trim();
+                            regex.find(trimmed).is_some_and(|found| {
+                                let rest = trimmed[found.end()..].trim().len();
+                                suffix.is_none_or(|(min, max)| min <= rest && rest <= max)
+                            })
+                        }
+                        (None, None) => regex.is_match(value),
+                        (None, Some((group, field))) => {
+                            text_field(evidence, *field).is_some_and(|expected| {
+                                regex.captures_iter(value).any(|captures| {
+                                    captures
+                                        .get(*group as usize)
+                                        .is_some_and(|g| g.as_str() == expected)
+                                })
+                            })
+                        }
+                    })
+                }
                 Test::Set {
                     view,
                     pattern,

@@ -71,10 +71,12 @@ impl Bundle {
             .sections
             .split_first()
             .ok_or_else(|| LoadError::malformed("no sections"))?;
-        let model: CatalogueModel = if raw.header.format_version == 3 {
-            postcard::from_bytes::<model::CatalogueModelV3>(model_bytes).map(CatalogueModel::from)
-        } else {
-            postcard::from_bytes(model_bytes)
+        let model: CatalogueModel = match raw.header.format_version {
+            3 => postcard::from_bytes::<model::CatalogueModelV3>(model_bytes)
+                .map(CatalogueModel::from),
+            4 => postcard::from_bytes::<model::CatalogueModelV4>(model_bytes)
+                .map(CatalogueModel::from),
+            _ => postcard::from_bytes(model_bytes),
         }
         .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
         if model.redaction_version != REDACTION_VERSION {
@@ -245,10 +247,8 @@ impl Bundle {
         now: SystemTime,
         steps: Option<&mut Vec<crate::timing::HintStep>>,
     ) {
-        let extractors = winner
-            .and_then(|position| self.model.rules.get(position))
-            .map(|rule| rule.timing.as_slice())
-            .unwrap_or_default();
+        let rule = winner.and_then(|position| self.model.rules.get(position));
+        let extractors = rule.map(|rule| rule.timing.as_slice()).unwrap_or_default();
         if evidence.reset_hint.is_none() && extractors.is_empty() {
             return;
         }
@@ -263,6 +263,9 @@ impl Bundle {
         let fields = crate::timing::Fields {
             headers: evidence.headers.as_ref(),
             body: evidence.body.as_ref().or(lifted.as_ref()),
+            body_reset_at: rule
+                .map(|rule| rule.body_reset_at.as_slice())
+                .unwrap_or_default(),
         };
         let hint = crate::timing::resolve(
             evidence.reset_hint.as_deref(),
