@@ -15,7 +15,8 @@
 //!
 //! Run with `cargo bench --bench classify` (add `--features vectorscan` for Vectorscan, which
 //! needs Debian's `libvectorscan-dev`). A closing table gives, per input set and engine, the
-//! median ns per classification and MB/s.
+//! median ns per classification and MB/s. `FAULTLINE_BENCH_BASELINE=<root .rules>` also times a
+//! second catalogue (`faultline_baseline`) beside the repository's, in the same run.
 
 #![allow(
     clippy::unwrap_used,
@@ -975,7 +976,15 @@ struct Engines {
     regexset: RegexSetEngine,
     #[cfg(feature = "vectorscan")]
     vectorscan: vectorscan::VectorscanEngine,
+    /// Another catalogue compiled by the same compiler, timed beside the repository's: how
+    /// throughput changed as the catalogue grew (`FAULTLINE_BENCH_BASELINE`).
+    baseline: Option<Bundle>,
 }
+
+/// The root `.rules` file of a catalogue to time beside the repository's, for example the
+/// catalogue before a change (`git archive <commit> catalogue | tar -x -C /tmp/before`, then
+/// `FAULTLINE_BENCH_BASELINE=/tmp/before/catalogue/catalogue.rules`).
+const BASELINE: &str = "FAULTLINE_BENCH_BASELINE";
 
 fn engines() -> Engines {
     let compilation: Compilation = faultline_testkit::compile("catalogue/catalogue.rules");
@@ -990,6 +999,15 @@ fn engines() -> Engines {
         regexset: RegexSetEngine::new(plan()),
         #[cfg(feature = "vectorscan")]
         vectorscan: vectorscan::VectorscanEngine::new(plan()),
+        baseline: std::env::var(BASELINE).ok().map(|root_file| {
+            let baseline = faultline_testkit::compile(&root_file);
+            eprintln!(
+                "baseline catalogue `{root_file}`: {} rules (the repository's: {})",
+                baseline.catalogue.rules.len(),
+                compilation.catalogue.rules.len()
+            );
+            faultline_testkit::bundle_of(&baseline)
+        }),
     }
 }
 
@@ -1045,6 +1063,7 @@ const ENGINES: &[&str] = &[
     #[cfg(feature = "vectorscan")]
     "vectorscan",
     "sanitize_only",
+    "faultline_baseline",
 ];
 
 /// One engine under test: its name and what it does with one input.
@@ -1097,6 +1116,14 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
             black_box(engines.vectorscan.classify(input));
         }),
     ));
+    if let Some(baseline) = &engines.baseline {
+        runs.push((
+            "faultline_baseline",
+            Box::new(|input| {
+                black_box(baseline.classify(input));
+            }),
+        ));
+    }
     // Not an engine: what the diagnostic-tier redaction alone costs on the same inputs (every
     // engine applies it, since rules read the sanitized text; faultline's excerpt is it).
     runs.push((
@@ -1114,7 +1141,7 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
 /// its literals); the others can only answer soundly after redacting the text, then asking
 /// whether any pattern matches at all.
 fn bench_rejecting(c: &mut Criterion, engines: &Engines, inputs: &[Evidence]) {
-    let runs: Vec<Run<'_>> = vec![
+    let mut runs: Vec<Run<'_>> = vec![
         (
             "faultline",
             Box::new(|input| {
@@ -1141,6 +1168,14 @@ fn bench_rejecting(c: &mut Criterion, engines: &Engines, inputs: &[Evidence]) {
             }),
         ),
     ];
+    if let Some(baseline) = &engines.baseline {
+        runs.push((
+            "faultline_baseline",
+            Box::new(|input| {
+                black_box(baseline.may_classify(input));
+            }),
+        ));
+    }
     bench_group(c, "reject_prose", inputs, runs);
 }
 
