@@ -250,7 +250,10 @@ pub fn spawn(config: Config, signals: bool) -> Result<Running, ServeError> {
             config.admin_token.as_deref(),
         )?
     };
-    let (listener, local_addr) = runtime.block_on(bind(&config.listen))?;
+    let (listener, local_addr) = {
+        let _context = runtime.enter();
+        bind(&config.listen)?
+    };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let router = api::router(app.clone());
     let watch_interval = config.watch_interval;
@@ -287,15 +290,18 @@ pub fn spawn(config: Config, signals: bool) -> Result<Running, ServeError> {
     })
 }
 
-async fn bind(listen: &Listen) -> Result<(server::Listener, Option<SocketAddr>), ServeError> {
+/// Binds with the standard library (so that this works from inside another runtime too) and
+/// hands the socket to tokio; runs inside the server's runtime context.
+fn bind(listen: &Listen) -> Result<(server::Listener, Option<SocketAddr>), ServeError> {
     match listen {
         Listen::Tcp(address) => {
-            let listener = tokio::net::TcpListener::bind(address)
-                .await
-                .map_err(|error| ServeError::Listen {
-                    address: address.to_string(),
-                    message: error.to_string(),
-                })?;
+            let failed = |error: std::io::Error| ServeError::Listen {
+                address: address.to_string(),
+                message: error.to_string(),
+            };
+            let listener = std::net::TcpListener::bind(address).map_err(failed)?;
+            listener.set_nonblocking(true).map_err(failed)?;
+            let listener = tokio::net::TcpListener::from_std(listener).map_err(failed)?;
             let local = listener.local_addr().ok();
             Ok((server::Listener::Tcp(listener), local))
         }
@@ -310,7 +316,9 @@ async fn bind(listen: &Listen) -> Result<(server::Listener, Option<SocketAddr>),
             {
                 std::fs::remove_file(path).map_err(failed)?;
             }
-            let listener = tokio::net::UnixListener::bind(path).map_err(failed)?;
+            let listener = std::os::unix::net::UnixListener::bind(path).map_err(failed)?;
+            listener.set_nonblocking(true).map_err(failed)?;
+            let listener = tokio::net::UnixListener::from_std(listener).map_err(failed)?;
             Ok((server::Listener::Unix(listener), None))
         }
     }
