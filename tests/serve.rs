@@ -248,6 +248,13 @@ fn a_changed_bundle_file_is_picked_up_and_a_damaged_one_refused() {
     wait_for(&|metrics| metrics.contains(r#"trigger="file",outcome="swapped"} 1"#));
     let (_, answer) = server.json("POST", "/v1/classify", r#"{"http_status":529}"#);
     assert_ne!(answer["bundle"], first.as_str());
+    // SIGHUP reloads too (the file holds the serving bundle now: unchanged).
+    let status = Command::new("kill")
+        .args(["-HUP", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    wait_for(&|metrics| metrics.contains(r#"trigger="sighup",outcome="unchanged"} 1"#));
     // Admin endpoints are off without a token.
     assert_eq!(server.json("POST", "/v1/admin/reload", "").0, 403);
     let _ = std::fs::remove_dir_all(&state);

@@ -329,8 +329,10 @@ fn bind(listen: &Listen) -> Result<(server::Listener, Option<SocketAddr>), Serve
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal as _;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _already = match format {
         LogFormat::Text => builder.try_init(),
