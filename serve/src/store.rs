@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use redb::{Database, ReadableTable as _, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
