@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use faultline_runtime::parse_instant;
 use faultline_runtime::{Bundle, Evidence};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::files::{self, FileSystem};
 use super::json_lines::{self, LineError};
@@ -31,52 +31,7 @@ pub struct Args {
     now: Option<SystemTime>,
 }
 
-/// Reads a line's fields as evidence and its clock: evidence fields, plus an optional `now`
-/// (RFC 3339) that overrides `default_now`.
-pub(super) fn evidence_of(
-    mut fields: Map<String, Value>,
-    default_now: Option<SystemTime>,
-) -> Result<(Evidence, SystemTime), LineError> {
-    let now = match fields.remove("now") {
-        Some(Value::String(text)) => parse_instant(&text).map_err(|error| {
-            LineError::field("now", format!("invalid instant `{text}`: {error}"))
-        })?,
-        Some(other) => {
-            return Err(LineError::field(
-                "now",
-                format!(
-                    "expected an RFC 3339 string, found {}",
-                    json_lines::kind(&other)
-                ),
-            ));
-        }
-        None => default_now.unwrap_or_else(SystemTime::now),
-    };
-    let evidence = typed(fields)?;
-    Ok((evidence, now))
-}
-
-/// Deserializes fields into `T`, naming the offending field (serde's own message may not).
-pub(super) fn typed<T: serde::de::DeserializeOwned>(
-    fields: Map<String, Value>,
-) -> Result<T, LineError> {
-    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|error| {
-        let message = error.inner().to_string();
-        match error.path().to_string().as_str() {
-            "." => match unknown_field(&message) {
-                Some(field) => LineError::field(field, message),
-                None => LineError::line(message),
-            },
-            path => LineError::field(path, message),
-        }
-    })
-}
-
-/// The field serde's "unknown field `x`, expected …" message names.
-fn unknown_field(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
-    Some(rest.get(..rest.find('`')?)?.to_owned())
-}
+pub(super) use faultline_serve::{evidence_of, typed};
 
 /// Parses a line of evidence (a JSON object), for `explain`.
 pub(super) fn parse_line(
@@ -204,24 +159,31 @@ pub(super) fn declared_providers(catalogue: Option<&PathBuf>) -> Result<Vec<Stri
 /// catalogue's sources and this executable. A cached bundle is untrusted like any other: it
 /// is fully validated on load, and a bad one is simply rebuilt.
 fn embedded_bundle() -> Result<Bundle, Exit> {
+    embedded_bundle_file().map(|(bundle, _)| bundle)
+}
+
+/// The built-in catalogue's bundle and its file's bytes (what `faultline serve` serves and
+/// stores beside session logs).
+pub(super) fn embedded_bundle_file() -> Result<(Bundle, Vec<u8>), Exit> {
     let (sources, root) = embedded::sources();
     let loaded = faultline_dsl::load(root, &sources);
     let cached = loaded
         .as_ref()
         .ok()
         .and_then(|(loaded, _)| cache_path(loaded));
-    if let Some(bundle) = cached
+    if let Some((bundle, bytes)) = cached
         .as_ref()
         .and_then(|path| std::fs::read(path).ok())
-        .and_then(|bytes| Bundle::from_bytes(&bytes).ok())
+        .and_then(|bytes| Some((Bundle::from_bytes(&bytes).ok()?, bytes)))
     {
-        return Ok(bundle);
+        return Ok((bundle, bytes));
     }
     let (compilation, bundle) = compile(loaded, "the built-in catalogue")?;
-    if let (Some(path), Some(bytes)) = (cached, compilation.bundle.as_ref()) {
-        store(&path, bytes);
+    let bytes = compilation.bundle.unwrap_or_default();
+    if let Some(path) = cached {
+        store(&path, &bytes);
     }
-    Ok(bundle)
+    Ok((bundle, bytes))
 }
 
 fn cache_path(loaded: &faultline_dsl::LoadedCatalogue) -> Option<PathBuf> {

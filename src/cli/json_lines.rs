@@ -21,41 +21,7 @@ use super::{Exit, err};
 /// text from costing more than a few times its size.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 
-/// Why one input line could not be answered: the field at fault (a JSON path such as
-/// `phase`), when there is one, and what is wrong.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LineError {
-    /// The offending field, or `None` when the line as a whole is at fault.
-    pub field: Option<String>,
-    /// What is wrong, for a person.
-    pub message: String,
-}
-
-impl LineError {
-    /// An error about the whole line.
-    pub fn line(message: impl Into<String>) -> Self {
-        LineError {
-            field: None,
-            message: message.into(),
-        }
-    }
-
-    /// An error about one field.
-    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
-        LineError {
-            field: Some(field.into()),
-            message: message.into(),
-        }
-    }
-
-    /// The message for a person, naming the field.
-    fn describe(&self) -> String {
-        match &self.field {
-            Some(field) => format!("field `{field}`: {}", self.message),
-            None => self.message.clone(),
-        }
-    }
-}
+pub use faultline_serve::{LineError, json_kind as kind, one_line, with_id};
 
 /// One input line as the commands see it.
 #[derive(Debug)]
@@ -100,26 +66,8 @@ pub fn error_object(input: &str, number: usize, id: Option<&Value>, error: &Line
     if let Some(id) = id {
         object.insert("id".to_owned(), id.clone());
     }
-    let mut detail = Map::new();
-    detail.insert(
-        "field".to_owned(),
-        error.field.clone().map_or(Value::Null, Value::from),
-    );
-    detail.insert("message".to_owned(), Value::from(error.message.clone()));
-    object.insert("error".to_owned(), Value::Object(detail));
+    object.insert("error".to_owned(), error.to_json());
     Value::Object(object).to_string()
-}
-
-/// Puts the caller's `id` first in an answer that is a JSON object, so a caller can match
-/// answers to requests without counting lines.
-pub fn with_id(answer: String, id: Option<&Value>) -> String {
-    match (id, answer.strip_prefix('{')) {
-        (Some(id), Some(rest)) => {
-            let separator = if rest.starts_with('}') { "" } else { "," };
-            format!("{{\"id\":{id}{separator}{rest}")
-        }
-        _ => answer,
-    }
 }
 
 const STDIN: &str = "<stdin>";
@@ -223,62 +171,6 @@ fn read_line(reader: &mut dyn BufRead, buffer: &mut Vec<u8>) -> std::io::Result<
     }
 }
 
-/// Parses one line into its fields and its caller-chosen `id`.
-fn parse(bytes: &[u8]) -> (Option<Value>, Result<Map<String, Value>, LineError>) {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return (
-            None,
-            Err(LineError::line(
-                "the line is not UTF-8 text: expected one JSON object",
-            )),
-        );
-    };
-    if text.trim().is_empty() {
-        return (
-            None,
-            Err(LineError::line(
-                "the line is blank: expected one JSON object",
-            )),
-        );
-    }
-    let mut fields = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(fields)) => fields,
-        Ok(other) => {
-            return (
-                None,
-                Err(LineError::line(format!(
-                    "expected a JSON object, found {}",
-                    kind(&other)
-                ))),
-            );
-        }
-        Err(error) => return (None, Err(LineError::line(format!("invalid JSON: {error}")))),
-    };
-    match fields.remove("id") {
-        None => (None, Ok(fields)),
-        Some(id @ (Value::String(_) | Value::Number(_))) => (Some(id), Ok(fields)),
-        Some(other) => (
-            None,
-            Err(LineError::field(
-                "id",
-                format!("expected a string or a number, found {}", kind(&other)),
-            )),
-        ),
-    }
-}
-
-/// The JSON type of a value, for messages.
-pub fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Answers every line of `inputs` (standard input when there are none), in order. Each bad
 /// line is also reported on standard error as `input:N: message`.
 ///
@@ -330,7 +222,7 @@ pub fn run(inputs: &[PathBuf], answers: &mut dyn Answers) -> Exit {
                     ))),
                 ),
                 Read::Line(bytes) => {
-                    let (id, fields) = parse(&bytes);
+                    let (id, fields) = faultline_serve::parse_object(&bytes);
                     buffer = bytes;
                     let answer = fields.and_then(|fields| {
                         answers.answer(Line {
@@ -371,24 +263,6 @@ pub fn run(inputs: &[PathBuf], answers: &mut dyn Answers) -> Exit {
     } else {
         Exit::Clean
     }
-}
-
-/// An answer must stay one line whatever the input carried (a session name with a newline
-/// in it, say): line breaks and other control characters are written as escapes.
-fn one_line(answer: String) -> String {
-    if !answer.chars().any(char::is_control) {
-        return answer;
-    }
-    answer
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// Standard output is gone or full: nothing more can be answered. A reader that hung up
@@ -432,14 +306,8 @@ mod tests {
     }
 
     #[test]
-    fn ids_go_first_and_error_objects_name_line_input_id_and_field() {
+    fn error_objects_name_line_input_id_and_field() {
         let id = Value::from("req-7");
-        assert_eq!(
-            with_id("{\"a\":1}".to_owned(), Some(&id)),
-            "{\"id\":\"req-7\",\"a\":1}"
-        );
-        assert_eq!(with_id("{}".to_owned(), Some(&id)), "{\"id\":\"req-7\"}");
-        assert_eq!(with_id("text".to_owned(), Some(&id)), "text");
         let error = LineError::field("phase", "unknown variant");
         let object: Value = serde_json::from_str(&error_object("a.jsonl", 3, Some(&id), &error))
             .unwrap_or_default();
@@ -452,19 +320,5 @@ mod tests {
                 .unwrap_or_default();
         assert!(object.get("input").is_none() && object.get("id").is_none());
         assert_eq!(object["error"]["field"], Value::Null);
-    }
-
-    #[test]
-    fn ids_must_be_strings_or_numbers() {
-        assert_eq!(parse(br#"{"id":7,"a":1}"#).0, Some(Value::from(7)));
-        let (id, fields) = parse(br#"{"id":{"x":1}}"#);
-        assert_eq!(id, None);
-        assert_eq!(
-            fields.err().and_then(|error| error.field),
-            Some("id".to_owned())
-        );
-        assert!(parse(b"[1]").1.is_err());
-        assert!(parse(b"  ").1.is_err());
-        assert!(parse(b"\xff{}").1.is_err());
     }
 }

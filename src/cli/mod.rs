@@ -18,6 +18,7 @@ mod order;
 mod record;
 mod recover;
 mod replay;
+mod serve;
 mod test;
 
 /// What a run of `faultline` ended with. The numbers are documented in the README.
@@ -99,6 +100,12 @@ enum Command {
         after_help = "Examples:\n  faultline order catalogue/\n  faultline order catalogue/ http.529 anthropic.overloaded.529.v1"
     )]
     Order(order::Args),
+    /// Serve classification, explanation and durable recovery sessions over HTTP (JSON under
+    /// /v1; docs/serve.md), with hot bundle reload. Runs until SIGTERM or SIGINT.
+    #[command(
+        after_help = "Examples:\n  faultline serve\n  faultline serve --bundle provider-errors.flb --state /var/lib/faultline --admin-token-file token\n  curl -s localhost:8462/v1/classify -d '{\"http_status\":529}'"
+    )]
+    Serve(serve::Args),
     /// Print the documentation of a diagnostic code, or list every code.
     #[command(after_help = "Examples:\n  faultline diagnostic\n  faultline diagnostic FL0010")]
     Diagnostic(diagnostic::Args),
@@ -200,6 +207,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Order(args) => order::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Diagnostic(args) => diagnostic::run(&args),
     };
     exit.into()

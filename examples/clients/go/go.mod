@@ -1,0 +1,3 @@
+module faultline.example/client
+
+go 1.19

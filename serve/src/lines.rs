@@ -1,0 +1,228 @@
+//! The JSON-lines protocol's parsing, shared by the CLI (`faultline classify`, `explain`,
+//! `recover`) and the server (`/v1/classify`, `/v1/explain`, `/v1/sessions/{id}/events`): how
+//! one line becomes its caller's `id` and its fields, how fields become typed evidence (naming
+//! the offending field), and the error object that stands in for a line that cannot be
+//! answered. One parser, so a line the CLI accepts the server accepts, and the other way round.
+
+use std::time::SystemTime;
+
+use faultline_runtime::{Evidence, parse_instant};
+use serde_json::{Map, Value};
+
+/// Why one input line could not be answered: the field at fault (a JSON path such as
+/// `phase`), when there is one, and what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError {
+    /// The offending field, or `None` when the line as a whole is at fault.
+    pub field: Option<String>,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl LineError {
+    /// An error about the whole line.
+    pub fn line(message: impl Into<String>) -> Self {
+        LineError {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// An error about one field.
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        LineError {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+
+    /// The message for a person, naming the field.
+    pub fn describe(&self) -> String {
+        match &self.field {
+            Some(field) => format!("field `{field}`: {}", self.message),
+            None => self.message.clone(),
+        }
+    }
+
+    /// `{"field":…,"message":…}`, the `error` member of an error object.
+    pub fn to_json(&self) -> Value {
+        let mut detail = Map::new();
+        detail.insert(
+            "field".to_owned(),
+            self.field.clone().map_or(Value::Null, Value::from),
+        );
+        detail.insert("message".to_owned(), Value::from(self.message.clone()));
+        Value::Object(detail)
+    }
+}
+
+/// The JSON type of a value, for messages.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses one line into its caller-chosen `id` (a string or a number) and its other fields.
+pub fn parse_object(bytes: &[u8]) -> (Option<Value>, Result<Map<String, Value>, LineError>) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return (
+            None,
+            Err(LineError::line(
+                "the line is not UTF-8 text: expected one JSON object",
+            )),
+        );
+    };
+    if text.trim().is_empty() {
+        return (
+            None,
+            Err(LineError::line(
+                "the line is blank: expected one JSON object",
+            )),
+        );
+    }
+    let mut fields = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => fields,
+        Ok(other) => {
+            return (
+                None,
+                Err(LineError::line(format!(
+                    "expected a JSON object, found {}",
+                    json_kind(&other)
+                ))),
+            );
+        }
+        Err(error) => return (None, Err(LineError::line(format!("invalid JSON: {error}")))),
+    };
+    match fields.remove("id") {
+        None => (None, Ok(fields)),
+        Some(id @ (Value::String(_) | Value::Number(_))) => (Some(id), Ok(fields)),
+        Some(other) => (
+            None,
+            Err(LineError::field(
+                "id",
+                format!("expected a string or a number, found {}", json_kind(&other)),
+            )),
+        ),
+    }
+}
+
+/// Reads a line's fields as evidence and its clock: evidence fields, plus an optional `now`
+/// (RFC 3339) that overrides `default_now` (the system clock when that is `None`).
+pub fn evidence_of(
+    mut fields: Map<String, Value>,
+    default_now: Option<SystemTime>,
+) -> Result<(Evidence, SystemTime), LineError> {
+    let now = match fields.remove("now") {
+        Some(Value::String(text)) => parse_instant(&text).map_err(|error| {
+            LineError::field("now", format!("invalid instant `{text}`: {error}"))
+        })?,
+        Some(other) => {
+            return Err(LineError::field(
+                "now",
+                format!("expected an RFC 3339 string, found {}", json_kind(&other)),
+            ));
+        }
+        None => default_now.unwrap_or_else(SystemTime::now),
+    };
+    let evidence = typed(fields)?;
+    Ok((evidence, now))
+}
+
+/// Deserializes fields into `T`, naming the offending field (serde's own message may not).
+pub fn typed<T: serde::de::DeserializeOwned>(fields: Map<String, Value>) -> Result<T, LineError> {
+    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|error| {
+        let message = error.inner().to_string();
+        match error.path().to_string().as_str() {
+            "." => match unknown_field(&message) {
+                Some(field) => LineError::field(field, message),
+                None => LineError::line(message),
+            },
+            path => LineError::field(path, message),
+        }
+    })
+}
+
+/// The field serde's "unknown field `x`, expected …" message names.
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(rest.get(..rest.find('`')?)?.to_owned())
+}
+
+/// Puts the caller's `id` first in an answer that is a JSON object, so a caller can match
+/// answers to requests without counting lines.
+pub fn with_id(answer: String, id: Option<&Value>) -> String {
+    match (id, answer.strip_prefix('{')) {
+        (Some(id), Some(rest)) => {
+            let separator = if rest.starts_with('}') { "" } else { "," };
+            format!("{{\"id\":{id}{separator}{rest}")
+        }
+        _ => answer,
+    }
+}
+
+/// An answer must stay one line whatever the input carried (a session name with a newline
+/// in it, say): line breaks and other control characters are written as escapes.
+pub fn one_line(answer: String) -> String {
+    if !answer.chars().any(char::is_control) {
+        return answer;
+    }
+    answer
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_go_first() {
+        let id = Value::from("req-7");
+        assert_eq!(
+            with_id("{\"a\":1}".to_owned(), Some(&id)),
+            "{\"id\":\"req-7\",\"a\":1}"
+        );
+        assert_eq!(with_id("{}".to_owned(), Some(&id)), "{\"id\":\"req-7\"}");
+        assert_eq!(with_id("text".to_owned(), Some(&id)), "text");
+    }
+
+    #[test]
+    fn ids_must_be_strings_or_numbers() {
+        assert_eq!(parse_object(br#"{"id":7,"a":1}"#).0, Some(Value::from(7)));
+        let (id, fields) = parse_object(br#"{"id":{"x":1}}"#);
+        assert_eq!(id, None);
+        assert_eq!(
+            fields.err().and_then(|error| error.field),
+            Some("id".to_owned())
+        );
+        assert!(parse_object(b"[1]").1.is_err());
+        assert!(parse_object(b"  ").1.is_err());
+        assert!(parse_object(b"\xff{}").1.is_err());
+    }
+
+    #[test]
+    fn evidence_errors_name_the_field() {
+        let (_, fields) = parse_object(br#"{"phase":"nonsense"}"#);
+        let error = fields.and_then(|fields| evidence_of(fields, None).map(|_| ()));
+        assert_eq!(error.err().and_then(|e| e.field), Some("phase".to_owned()));
+        let (_, fields) = parse_object(br#"{"stderr":"x","bogus":1}"#);
+        let error = fields.and_then(|fields| evidence_of(fields, None).map(|_| ()));
+        assert_eq!(error.err().and_then(|e| e.field), Some("bogus".to_owned()));
+        let (_, fields) = parse_object(br#"{"now":"yesterday"}"#);
+        let error = fields.and_then(|fields| evidence_of(fields, None).map(|_| ()));
+        assert_eq!(error.err().and_then(|e| e.field), Some("now".to_owned()));
+    }
+}
