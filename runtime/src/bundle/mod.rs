@@ -37,7 +37,9 @@ pub use view::{
 };
 use wire::Header;
 
+use crate::policy::RecoveryPolicy;
 use crate::sanitize::REDACTION_VERSION;
+use crate::vocab::Class;
 
 /// Size limit, in bytes, of the compiled program of every regex a bundle's patterns are
 /// compiled to when it loads (exact confirmation of widened patterns, captures, case-folded
@@ -55,6 +57,7 @@ pub struct Bundle {
     model: CatalogueModel,
     engine: classify::Engine,
     positions: HashMap<String, RulePosition>,
+    policy: RecoveryPolicy,
 }
 
 // An orchestrator loads one bundle and shares it between threads: that must stay possible.
@@ -101,7 +104,23 @@ impl Bundle {
             model,
             engine,
             positions,
+            policy: RecoveryPolicy::reference(),
         })
+    }
+
+    /// The catalogue's recovery policy, validated when the bundle loaded.
+    pub fn policy(&self) -> &RecoveryPolicy {
+        &self.policy
+    }
+
+    /// The class the catalogue gives `code`: `unclassified` for a code it does not declare
+    /// (reference §G.4: an unknown code fails closed).
+    pub fn class_of(&self, code: &str) -> Class {
+        self.model
+            .codes
+            .iter()
+            .find(|entry| entry.name == code)
+            .map_or(Class::Unclassified, |entry| entry.class)
     }
 
     /// The header: versions, catalogue, hashes.
