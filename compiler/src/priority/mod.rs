@@ -615,6 +615,7 @@ mod tests {
             providers: Vec::new(),
             codes: Vec::new(),
             rules,
+            policy: None,
         }
     }
 
