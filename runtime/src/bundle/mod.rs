@@ -74,12 +74,23 @@ impl Bundle {
             .sections
             .split_first()
             .ok_or_else(|| LoadError::malformed("no sections"))?;
-        let model: CatalogueModel = if raw.header.format_version == 3 {
-            postcard::from_bytes::<model::CatalogueModelV3>(model_bytes).map(CatalogueModel::from)
-        } else {
-            postcard::from_bytes(model_bytes)
+        let model: CatalogueModel = match raw.header.format_version {
+            3 => postcard::from_bytes::<model::CatalogueModelV3>(model_bytes)
+                .map(CatalogueModel::from),
+            4 => postcard::from_bytes::<model::CatalogueModelV4>(model_bytes)
+                .map(CatalogueModel::from),
+            _ => postcard::from_bytes(model_bytes),
         }
         .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
+        // A bundle without a policy (an older format, or a catalogue without a `policy` block)
+        // gets the reference's defaults; a policy it carries must be valid.
+        let policy = model
+            .policy
+            .clone()
+            .unwrap_or_else(RecoveryPolicy::reference);
+        policy
+            .validate()
+            .map_err(|error| LoadError::malformed(error.to_string()))?;
         if model.redaction_version != REDACTION_VERSION {
             return Err(error::Repr::RedactionVersion {
                 bundle: model.redaction_version,
@@ -104,7 +115,7 @@ impl Bundle {
             model,
             engine,
             positions,
-            policy: RecoveryPolicy::reference(),
+            policy,
         })
     }
 

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::policy::RecoveryPolicy;
 use crate::structured::{Body, Headers};
 use crate::vocab::{
     Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor,
@@ -23,6 +24,9 @@ pub struct CatalogueModel {
     pub views: Vec<ViewEntry>,
     /// Prefilter: literals (ASCII-lowercase) of which a gated rule needs at least one.
     pub literals: Vec<LiteralEntry>,
+    /// The catalogue's recovery policy (format 5); `None` when the catalogue has no `policy`
+    /// block, and in bundles of older formats: the loader gives those the reference's defaults.
+    pub policy: Option<RecoveryPolicy>,
 }
 
 /// A declared code.
@@ -320,6 +324,33 @@ impl From<CatalogueModelV3> for CatalogueModel {
                 .collect(),
             views: old.views,
             literals: old.literals,
+            policy: None,
+        }
+    }
+}
+
+/// The catalogue model of format 4, which carried no recovery policy: read and converted (the
+/// loader gives it the reference's defaults).
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogueModelV4 {
+    redaction_version: String,
+    tiers: Vec<String>,
+    codes: Vec<CodeEntry>,
+    rules: Vec<RuleEntry>,
+    views: Vec<ViewEntry>,
+    literals: Vec<LiteralEntry>,
+}
+
+impl From<CatalogueModelV4> for CatalogueModel {
+    fn from(old: CatalogueModelV4) -> CatalogueModel {
+        CatalogueModel {
+            redaction_version: old.redaction_version,
+            tiers: old.tiers,
+            codes: old.codes,
+            rules: old.rules,
+            views: old.views,
+            literals: old.literals,
+            policy: None,
         }
     }
 }
