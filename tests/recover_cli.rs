@@ -574,3 +574,78 @@ fn policy_restart() {
         "{text}"
     );
 }
+
+/// Issue 14: a catalogue author changes the ladder and a class's policy in `.rules`, rebuilds,
+/// and the same event log decides differently — no Rust changes.
+#[test]
+fn an_edited_policy_block_changes_the_decisions_without_touching_rust() {
+    let directory = common::scratch("edited-policy");
+    let source = root().join("catalogue");
+    copy_tree(&source, &directory);
+    let policy = std::fs::read_to_string(directory.join("policy.rules")).unwrap();
+    let edited = policy
+        .replace(
+            "ladder { steps [5s, 10s, 20s, 40s, 60s], attempts 5, reset_within 1m }",
+            "ladder { steps [3s, 7s], attempts 2, reset_within 1m }",
+        )
+        .replace(
+            "retry { max 3, initial 5s }\n        wait_for_reset { max 1h }\n        on_exhausted skip",
+            "retry { max 1, initial 30s }\n        wait_for_reset { max 1h }\n        on_exhausted stop",
+        );
+    assert_ne!(edited, policy, "the edit applies to catalogue/policy.rules");
+    std::fs::write(directory.join("policy.rules"), edited).unwrap();
+    let root_file = directory.join("catalogue.rules");
+    let output = faultline(&[
+        "recover",
+        "--json",
+        "--catalogue",
+        root_file.to_str().unwrap(),
+        "examples/recovery/policy-exhausted.jsonl",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let paths: Vec<String> = stdout(&output)
+        .lines()
+        .filter_map(|line| {
+            let answer: Value = serde_json::from_str(line).unwrap();
+            answer["decision"]["path"].as_str().map(str::to_owned)
+        })
+        .collect();
+    // The transient class now retries once after 30 s and then stops; the ladder has two
+    // steps of 3 and 7 s.
+    assert_eq!(paths[0], "rate_limited, effect-safe → retry 1/1 in 30 s");
+    assert!(
+        paths
+            .iter()
+            .filter(|path| path.starts_with("rate_limited"))
+            .skip(1)
+            .all(|path| path.contains("stop: manual")),
+        "{paths:#?}"
+    );
+    let ladder: Vec<&str> = paths
+        .iter()
+        .filter(|path| path.starts_with("provider_overloaded"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        ladder[..3],
+        [
+            "provider_overloaded, effect-safe → retry 1/2 in 3 s",
+            "provider_overloaded, effect-safe → retry 2/2 in 7 s",
+            "provider_overloaded, effect-safe, 2/2 attempts used → stop: manual (Resume or Start fresh)",
+        ]
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
