@@ -228,7 +228,11 @@ impl Model {
     }
 
     /// Moves to `next` at the next generation; `effects` wait for the write.
-    fn propose(&mut self, mut next: Model, effects: impl FnOnce(u64) -> Vec<Effect>) -> Vec<Effect> {
+    fn propose(
+        &mut self,
+        mut next: Model,
+        effects: impl FnOnce(u64) -> Vec<Effect>,
+    ) -> Vec<Effect> {
         let previous = self.clone();
         next.generation = self.generation + 1;
         if !next.waiting() {
@@ -240,7 +244,12 @@ impl Model {
         vec![Effect::Persist]
     }
 
-    fn apply(&mut self, policy: &RecoveryPolicy, op: &Op, now: u64) -> Result<Vec<Effect>, Rejection> {
+    fn apply(
+        &mut self,
+        policy: &RecoveryPolicy,
+        op: &Op,
+        now: u64,
+    ) -> Result<Vec<Effect>, Rejection> {
         if let Op::WriteOk = op {
             return match self.pending.take() {
                 Some((_, effects)) => Ok(effects),
@@ -371,10 +380,7 @@ impl Model {
                 let mut next = self.clone();
                 next.status = RouteStatus::Switching;
                 Ok(self.propose(next, |_| {
-                    vec![
-                        Effect::DisarmTimer { generation: old },
-                        Effect::SwitchRoute,
-                    ]
+                    vec![Effect::DisarmTimer { generation: old }, Effect::SwitchRoute]
                 }))
             }
             Op::Cancel { stale } => {
