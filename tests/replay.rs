@@ -19,12 +19,15 @@ fn stderr(output: &std::process::Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
 
-/// A copy of `fixtures/replay/` in a fresh directory.
+/// A copy of the matrix files of `fixtures/replay/` in a fresh directory.
 fn corpus_copy(name: &str) -> PathBuf {
     let directory = common::scratch(name);
     for entry in std::fs::read_dir(root().join("fixtures/replay")).unwrap() {
         let path = entry.unwrap().path();
-        std::fs::copy(&path, directory.join(path.file_name().unwrap())).unwrap();
+        // The matrix's files only: the recorded cells' directory is not part of the matrix.
+        if path.is_file() {
+            std::fs::copy(&path, directory.join(path.file_name().unwrap())).unwrap();
+        }
     }
     directory
 }
@@ -35,8 +38,28 @@ fn every_cell_passes_both_layers_and_the_output_ends_with_the_count_line() {
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.last(), Some(&"22 passed, 0 failed"));
-    assert_eq!(lines.len(), 23);
+    // The 22 matrix cells and the recorded cells (`fixtures/replay/recorded/`): at least 30,
+    // from at least four real agents.
+    let recorded: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| line.strip_prefix("PASS recorded/"))
+        .collect();
+    let count = 22 + recorded.len();
+    assert_eq!(
+        lines.last(),
+        Some(&format!("{count} passed, 0 failed").as_str())
+    );
+    assert_eq!(lines.len(), count + 1);
+    assert!(recorded.len() >= 30, "{text}");
+    let agents: std::collections::BTreeSet<&str> = recorded
+        .iter()
+        .filter_map(|cell| {
+            ["claude-code-acp", "codex-acp", "gemini-cli", "opencode"]
+                .into_iter()
+                .find(|agent| cell.starts_with(agent))
+        })
+        .collect();
+    assert_eq!(agents.len(), 4, "{agents:?}");
     assert!(lines.contains(&"PASS claude-direct-matched: [message_chunk:diagnostic, error] provider_overloaded; pre-result: the only output was a `provider_overloaded` diagnostic the terminal failure contains; recovery automatic"));
     // The default directory is fixtures/replay.
     assert_eq!(stdout(&faultline(&["replay"])), text);
@@ -108,7 +131,7 @@ fn explain_shows_the_stream_the_projection_the_classification_and_the_decision_p
         "\"model_id\":\"claude-sonnet-5\"",
         "projection (the error the prompt call returned):",
         "\"error_kind\":\"server_error\"",
-        "classification (phase prompt_send, no provider id):",
+        "classification (phase prompt_send, the agent's provider id):",
         "provider_unavailable",
         "recovery decision path",
         "diagnostic_recorded",
@@ -204,4 +227,214 @@ fn capture_refuses_a_draft_that_fails_the_lints() {
     assert!(errors.contains("refused to write the draft"), "{errors}");
     assert!(errors.contains("identity.sessionId"), "{errors}");
     assert!(!out.exists());
+}
+
+/// A stand-in ACP agent: a shell script answering `initialize`, then `session/new` and
+/// `session/prompt` with the JSON-RPC responses given (`@ID@` stands for the request's id, a
+/// string or a number, as JSON; a
+/// `None` response is never sent, so the agent stays silent). Returns the command line.
+fn script_agent(name: &str, new_session: Option<&str>, prompt: Option<&str>) -> Vec<String> {
+    let directory = common::scratch(name);
+    let initialize = r#"{"jsonrpc":"2.0","id":@ID@,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}"#;
+    let new_session = new_session
+        .unwrap_or(r#"{"jsonrpc":"2.0","id":@ID@,"result":{"sessionId":"scripted-session"}}"#);
+    for (file, text) in [
+        ("initialize.json", Some(initialize)),
+        ("new.json", Some(new_session)),
+        ("prompt.json", prompt),
+    ] {
+        if let Some(text) = text {
+            std::fs::write(directory.join(file), format!("{text}\n")).unwrap();
+        }
+    }
+    let script = r#"dir=$1
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*) file=initialize.json ;;
+    *'"method":"session/new"'*) file=new.json ;;
+    *'"method":"session/prompt"'*) file=prompt.json ;;
+    *) continue ;;
+  esac
+  [ -f "$dir/$file" ] && sed "s/@ID@/$id/" "$dir/$file"
+done
+"#;
+    let path = directory.join("agent.sh");
+    std::fs::write(&path, script).unwrap();
+    vec![
+        "sh".to_owned(),
+        path.to_str().unwrap().to_owned(),
+        directory.to_str().unwrap().to_owned(),
+    ]
+}
+
+/// `replay capture` with `flags`, against `agent`.
+fn capture_with(flags: &[&str], agent: &[String]) -> std::process::Output {
+    let mut args = vec!["replay", "capture", "--prompt", "Fix the failing build"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend(agent.iter().map(String::as_str));
+    faultline(&args)
+}
+
+#[test]
+fn capture_replaces_a_documentation_url_with_its_placeholder_and_says_so() {
+    // Anthropic's 429 names its documentation page: the URL lint used to refuse the draft.
+    let agent = script_agent(
+        "sanitize",
+        None,
+        Some(
+            r#"{"jsonrpc":"2.0","id":@ID@,"error":{"code":-32603,"message":"API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"This request would exceed the rate limit for your organization of 50 input tokens per minute. For details, refer to: https://docs.anthropic.com/en/api/rate-limits.\"}}"}}"#,
+        ),
+    );
+    let out = common::scratch("sanitize-out").join("draft.json");
+    let output = capture_with(
+        &[
+            "--gateway",
+            "anthropic-api",
+            "--case",
+            "provider-error",
+            "--session-id",
+            "sanitized-url",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &agent,
+    );
+    let errors = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{errors}");
+    assert!(
+        errors.contains(
+            "`frames[0].message`: replaced the url `https://docs.anthropic.com/en/api/rate-limits.` with `<url>`"
+        ),
+        "{errors}"
+    );
+    let draft =
+        faultline_replay::fixture::load_str("draft.json", &std::fs::read_to_string(&out).unwrap())
+            .unwrap();
+    let faultline_replay::fixture::Frame::PromptError { message, .. } = &draft.frames[0] else {
+        panic!("the only frame is the prompt error: {:?}", draft.frames);
+    };
+    assert!(
+        message.ends_with(r#"For details, refer to: <url>"}}"#),
+        "{message}"
+    );
+    assert_eq!(draft.expect.diagnostic_code, "rate_limited");
+}
+
+#[test]
+fn capture_accepts_every_provider_the_catalogue_declares_and_classifies_with_it() {
+    // Gemini CLI's quota text: `quota_limited` for `gemini-acp`, `rate_limited` without a
+    // provider id (the draft used to say the latter, disagreeing with `classify`).
+    let agent = script_agent(
+        "gemini-id",
+        None,
+        Some(
+            r#"{"jsonrpc":"2.0","id":@ID@,"error":{"code":-32603,"message":"Quota exceeded for quota metric 'Generate Content API requests per minute'"}}"#,
+        ),
+    );
+    let output = capture_with(
+        &[
+            "--gateway",
+            "gemini-api",
+            "--case",
+            "provider-error",
+            "--session-id",
+            "gemini-quota",
+            "--agent-id",
+            "gemini-acp",
+        ],
+        &agent,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let draft = faultline_replay::fixture::load_str("draft.json", &stdout(&output)).unwrap();
+    assert_eq!(draft.agent_id.as_str(), "gemini-acp");
+    assert_eq!(draft.expect.provider_error.provider_id, "gemini-acp");
+    assert_eq!(draft.expect.diagnostic_code, "quota_limited");
+
+    // An id the catalogue does not declare is refused, naming the declared ones.
+    let output = capture_with(
+        &[
+            "--gateway",
+            "gemini-api",
+            "--case",
+            "provider-error",
+            "--session-id",
+            "unknown-id",
+            "--agent-id",
+            "nobody-acp",
+        ],
+        &agent,
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("`gemini-acp`") && errors.contains("`grok-acp`"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn capture_gives_up_on_an_agent_that_never_answers_the_prompt() {
+    // Like opencode retrying a retryable error silently: `session/prompt` is never answered.
+    let agent = script_agent("silent", None, None);
+    let out = common::scratch("silent-out").join("draft.json");
+    let output = capture_with(
+        &[
+            "--gateway",
+            "openai-api",
+            "--case",
+            "provider-error",
+            "--session-id",
+            "silent-agent",
+            "--timeout",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &agent,
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("did not settle the turn within 1 s") && errors.contains("--timeout"),
+        "{errors}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_failing_session_new_is_reported_with_the_agents_sanitized_details() {
+    let agent = script_agent(
+        "session-new",
+        Some(
+            r#"{"jsonrpc":"2.0","id":@ID@,"error":{"code":-32603,"message":"Internal error","data":{"details":"Invalid API key for sk-ant-api03-abcdefghijklmnop, see https://docs.example.com/keys"}}}"#,
+        ),
+        None,
+    );
+    let output = capture_with(
+        &[
+            "--gateway",
+            "anthropic-api",
+            "--case",
+            "provider-error",
+            "--session-id",
+            "failed-setup",
+            "--timeout",
+            "30",
+        ],
+        &agent,
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("`session/new` failed: Internal error (-32603): ")
+            && errors.contains("Invalid API key"),
+        "{errors}"
+    );
+    assert!(
+        // The runtime's diagnostic tier: the key is masked and the URL cut to its host.
+        !errors.contains("abcdefghijklmnop") && !errors.contains("/keys"),
+        "{errors}"
+    );
 }

@@ -511,11 +511,24 @@ fn content_text(content: &ContentBlock) -> String {
     }
 }
 
+/// A setup failure as text: the code and message, and the agent's `data` (where agents put
+/// the cause: `Internal error` alone says nothing) redacted as a diagnostic excerpt —
+/// credentials, URLs, ids, e-mail addresses and paths removed, cut to
+/// `faultline_runtime::MAX_EXCERPT_BYTES`. Unlike a prompt error, a setup error is never
+/// projected for recovery, so its data may be shown.
 fn setup_error(step: &'static str, error: &agent_client_protocol::Error) -> AdapterError {
-    AdapterError::Setup {
-        step,
-        message: describe(error),
+    let mut message = describe(error);
+    let details = match &error.data {
+        Some(serde_json::Value::String(text)) => text.clone(),
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(data) => data.to_string(),
+    };
+    let details = faultline_runtime::redact_diagnostic(details.trim());
+    if !details.is_empty() {
+        message.push_str(": ");
+        message.push_str(&details);
     }
+    AdapterError::Setup { step, message }
 }
 
 /// An SDK error as text: its code and message, never its data.

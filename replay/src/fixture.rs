@@ -23,10 +23,10 @@ mod replay;
 
 pub use document::{
     AgentId, Capture, Case, Cell, Expect, ExpectedProjection, Fixture, Frame, Gateway, Identity,
-    LockstepError, Step, Token, ToolStatus,
+    LockstepError, Recording, Step, Token, ToolStatus,
 };
 pub use lint::{FixtureError, Level, Lint, markdown_table as lints_markdown_table};
-pub use load::{Corpus, load_corpus, load_str, missing_required_cells};
+pub use load::{Corpus, load_corpus, load_recorded_corpus, load_str, missing_required_cells};
 pub use replay::{
     REPLAY_INSTANT, RecoveryOutcome, ReplayError, classify_projection, replay_recovery,
     replay_recovery_in,

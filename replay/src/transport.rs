@@ -358,7 +358,7 @@ pub struct TransportCheck {
     pub tokens: Vec<Token>,
     /// The projection of the prompt's error, if it failed.
     pub projection: Option<ProviderProjection>,
-    /// The projection's message classified at `prompt_send` with no provider id.
+    /// The projection's message classified at `prompt_send` with its provider id.
     pub classification: Option<Classification>,
     /// How the observation differs from the fixture's expectations, one line each (empty: the
     /// transport layer passes).
@@ -370,7 +370,7 @@ pub struct TransportCheck {
 /// against `expect.events` without the trailing `error`; the projection of the returned error
 /// (source, rpcCode, errorKind, providerId, modelId, and its message against the sanitized
 /// `prompt_error.message`) and the `error` token; and `expect.diagnosticCode` against the
-/// projection's message classified at `prompt_send` with no provider id. Under a held
+/// projection's message classified at `prompt_send` with its provider id. Under a held
 /// schedule, nothing may have reached the stream before the worker was released.
 pub fn check(
     bundle: Arc<Bundle>,

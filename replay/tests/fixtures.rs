@@ -25,9 +25,9 @@ use faultline_recovery::prompt::{Claim, Disposition, Role, provider_diagnostic_c
 use faultline_recovery::response_attempt::ToolScope;
 use faultline_recovery::{Recovery, RecoveryEvent as Event};
 use faultline_replay::fixture::{
-    AgentId, Capture, Case, Cell, Fixture, FixtureError, Frame, Gateway, Lint, Token,
-    classify_projection, forbidden, lints_markdown_table, load_corpus, load_str,
-    missing_required_cells, replay_recovery, replay_recovery_in,
+    Capture, Case, Cell, Fixture, FixtureError, Frame, Gateway, Lint, Token, classify_projection,
+    forbidden, lints_markdown_table, load_corpus, load_str, missing_required_cells,
+    replay_recovery, replay_recovery_in,
 };
 use faultline_runtime::Bundle;
 use serde_json::{Value, json};
@@ -73,7 +73,7 @@ fn every_cell_follows_the_reference_conventions() {
         );
         assert_eq!(fixture.capture, Capture::Reconstructed, "{cell}");
         assert_eq!(fixture.captured_at, None, "{cell}");
-        assert_eq!(fixture.agent_id, AgentId::ClaudeAcp, "{cell}");
+        assert_eq!(fixture.agent_id.as_str(), "claude-acp", "{cell}");
         assert_eq!(fixture.classifying, cell.gateway.classifying(), "{cell}");
         assert_eq!(fixture.identity.session_id, cell.to_string());
         assert_eq!(fixture.identity.execution_id, format!("exec-{cell}"));
@@ -468,8 +468,8 @@ fn document_cases() -> Vec<Lint> {
             "agentId",
         ),
         fails(
-            "unknown agentId",
-            &with(|d| set(d, "/agentId", json!("cursor-acp"))),
+            "an agentId that is not a provider id",
+            &with(|d| set(d, "/agentId", json!("Cursor ACP"))),
             UnknownAgent,
             "agentId",
         ),
@@ -497,6 +497,33 @@ fn document_cases() -> Vec<Lint> {
             }),
             RecordedProvenance,
             "capturedAt",
+        ),
+        fails(
+            "a recording on a reconstructed fixture",
+            &with(|d| {
+                set(
+                    d,
+                    "/recording",
+                    json!({"agent": "claude-code-acp", "package": "@zed-industries/claude-code-acp", "version": "0.16.2", "scenario": "anthropic-429-rate-limit"}),
+                )
+            }),
+            Recording,
+            "recording",
+        ),
+        fails(
+            "a recording whose scenario is not a label",
+            &with(|d| {
+                set(d, "/capture", json!("recorded"));
+                set(d, "/capturedAt", json!("2026-09-30T10:00:00Z"));
+                set(d, "/source", json!("faultline replay record"));
+                set(
+                    d,
+                    "/recording",
+                    json!({"agent": "claude-code-acp", "package": "@zed-industries/claude-code-acp", "version": "0.16.2", "scenario": "Anthropic 429"}),
+                )
+            }),
+            Recording,
+            "recording.scenario",
         ),
         fails(
             "reconstructed with an empty source",
@@ -1190,7 +1217,21 @@ fn the_closed_vocabularies_round_trip() {
         assert_eq!(Token::parse(token.as_str()), Some(*token));
         assert_eq!(serde_json::to_value(token).unwrap(), json!(token.as_str()));
     }
-    assert_eq!(Gateway::ALL.iter().filter(|g| g.classifying()).count(), 2);
+    // Of the matrix's gateways, two are classifying; the provider APIs of recorded fixtures
+    // are classifying and outside the matrix.
+    assert_eq!(
+        Gateway::ALL
+            .iter()
+            .filter(|g| g.in_matrix() && g.classifying())
+            .count(),
+        2
+    );
+    assert!(
+        Gateway::ALL
+            .iter()
+            .filter(|g| !g.in_matrix())
+            .all(|g| g.classifying())
+    );
 }
 
 /// Reorders every object's keys (reversed when `flip` is set at that depth).
@@ -1243,4 +1284,74 @@ proptest::proptest! {
         );
         proptest::prop_assert_eq!(reloaded, original);
     }
+}
+
+#[test]
+fn sanitize_replaces_every_payload_shape_and_the_result_passes_the_scan() {
+    use faultline_replay::fixture::forbidden::{sanitize, scan_payload};
+
+    let text = r#"429 {"message":"see https://docs.anthropic.com/en/api/errors"} at /home/alice/project for alice@example.com, session 123e4567-e89b-12d3-a456-426614174000, key sk-ant-api03-secret, Bearer abc.def"#;
+    let (clean, replaced) = sanitize(text);
+    assert_eq!(
+        clean,
+        r#"429 {"message":"see <url>"} at <path> for <email>, session <uuid>, key <key>, <bearer-token>"#
+    );
+    let shapes: BTreeSet<&str> = replaced.iter().map(|r| r.shape).collect();
+    assert_eq!(
+        shapes,
+        BTreeSet::from([
+            "bearer-token",
+            "email",
+            "host-path",
+            "url",
+            "uuid",
+            "vendor-key"
+        ])
+    );
+    // A credential is never echoed in the report.
+    assert!(replaced.iter().all(|r| !r.matched.contains("secret")));
+    assert!(scan_payload(&json!({"frames": [{"text": clean}]})).is_empty());
+    // Text without a shape comes back unchanged, with nothing reported.
+    assert_eq!(
+        sanitize("API Error: 529 overloaded"),
+        ("API Error: 529 overloaded".to_owned(), Vec::new())
+    );
+}
+
+#[test]
+fn the_recorded_corpus_needs_a_recording_and_names_files_after_it() {
+    use faultline_replay::fixture::load_recorded_corpus;
+
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/replay/claude-direct-matched.json"),
+    )
+    .unwrap();
+    let mut document: Value = serde_json::from_str(&text).unwrap();
+    // A matrix fixture has no recording.
+    let errors = load_recorded_corpus([("recorded/x.json".to_owned(), text.clone())]).unwrap_err();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.lint == Lint::Recording && e.field == "recording"),
+        "{}",
+        render(&errors)
+    );
+    document["capture"] = json!("recorded");
+    document["capturedAt"] = json!("2026-09-30T10:00:00Z");
+    document["source"] = json!("faultline replay record fixtures/recording/matrix.json");
+    document["recording"] = json!({"agent": "claude-code-acp", "package": "@zed-industries/claude-code-acp", "version": "0.16.2", "scenario": "anthropic-529-overloaded"});
+    let recorded = document.to_string();
+    let errors =
+        load_recorded_corpus([("recorded/x.json".to_owned(), recorded.clone())]).unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.lint == Lint::FileName),
+        "{}",
+        render(&errors)
+    );
+    let corpus = load_recorded_corpus([(
+        "recorded/claude-code-acp-anthropic-529-overloaded.json".to_owned(),
+        recorded,
+    )])
+    .unwrap();
+    assert_eq!(corpus.len(), 1);
 }

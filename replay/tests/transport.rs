@@ -336,7 +336,7 @@ fn a_captured_response_attempt_boundary_is_refused() {
     let request = CaptureRequest {
         gateway: Gateway::parse("claude-direct").unwrap(),
         case: Case::parse("matched").unwrap(),
-        agent_id: AgentId::CodexAcp,
+        agent_id: AgentId::parse("codex-acp").expect("a provider id"),
         identity: Identity {
             session_id: "claude-direct-matched".to_owned(),
             execution_id: "exec-claude-direct-matched".to_owned(),
@@ -345,6 +345,8 @@ fn a_captured_response_attempt_boundary_is_refused() {
         prompt: "Say hello.".to_owned(),
         source: "faultline replay capture".to_owned(),
         captured_at: "2026-10-01T08:00:00Z".to_owned(),
+        recording: None,
+        timeout: faultline_replay::capture::DEFAULT_TIMEOUT,
     };
     let events = [
         AdapterEvent::ThoughtChunk {
@@ -356,7 +358,7 @@ fn a_captured_response_attempt_boundary_is_refused() {
         stop_reason: "end_turn".to_owned(),
     };
     assert!(matches!(
-        draft(&adapter, &events, &outcome, &request),
+        draft(&BUNDLE, &adapter, &events, &outcome, &request),
         Err(CaptureError::ResponseAttemptBoundary)
     ));
 }

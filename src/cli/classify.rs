@@ -170,6 +170,34 @@ pub(super) fn load_bundle(
     embedded_bundle()
 }
 
+/// The provider ids the catalogue declares (`provider "…"`): of `catalogue` if given, else of
+/// the built-in one (a compiled bundle does not carry its declarations). Only the files are
+/// parsed; nothing is compiled.
+pub(super) fn declared_providers(catalogue: Option<&PathBuf>) -> Result<Vec<String>, Exit> {
+    let loaded = match catalogue {
+        Some(path) => faultline_dsl::load(&files::catalogue_root(path), &FileSystem),
+        None => {
+            let (sources, root) = embedded::sources();
+            faultline_dsl::load(root, &sources)
+        }
+    };
+    let Ok((loaded, _)) = loaded else {
+        err(
+            "error: cannot read the catalogue's provider declarations; run `faultline check` on it",
+        );
+        return Err(Exit::Failure);
+    };
+    Ok(loaded
+        .files
+        .iter()
+        .flat_map(|file| &file.syntax.items)
+        .filter_map(|item| match item {
+            faultline_dsl::ast::Item::Provider(provider) => Some(provider.id.value.clone()),
+            _ => None,
+        })
+        .collect())
+}
+
 /// The built-in catalogue's bundle. Compiling it takes most of a second, so the bundle is
 /// cached (under `$FAULTLINE_CACHE_DIR`, else `$XDG_CACHE_HOME/faultline`, else
 /// `~/.cache/faultline`; an empty `FAULTLINE_CACHE_DIR` turns the cache off), keyed by the

@@ -15,6 +15,7 @@ mod fmt;
 mod inspect;
 mod json_lines;
 mod order;
+mod record;
 mod recover;
 mod replay;
 mod test;

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 
 use faultline_acp::dialect::recovery_profile;
@@ -17,8 +18,8 @@ use faultline_replay::capture::{
     CaptureError, CaptureRequest, Draft, capture, read_into_pipe, serve, write_from_pipe,
 };
 use faultline_replay::fixture::{
-    AgentId, Case, Corpus, Fixture, FixtureError, Gateway, Identity, Lint, load_corpus, load_str,
-    replay_recovery,
+    AgentId, Case, Corpus, Fixture, FixtureError, Gateway, Identity, Lint, load_corpus,
+    load_recorded_corpus, load_str, replay_recovery,
 };
 use faultline_replay::transport::{Schedule, TransportCheck, check};
 use faultline_runtime::Bundle;
@@ -55,6 +56,11 @@ enum Subcommand {
     Capture(Box<CaptureArgs>),
     /// Serve a fixture's frames as a fake ACP agent on standard input and output.
     Serve(ServeArgs),
+    /// Serve one mock-provider scenario (a documented provider error response) on 127.0.0.1.
+    MockProvider(super::record::MockArgs),
+    /// Record real agents against the mock provider, in a loopback-only network namespace:
+    /// recorded replay fixtures and classification fixtures of their error texts.
+    Record(Box<super::record::RecordArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -74,9 +80,14 @@ struct CaptureArgs {
     /// The prompt generation to record.
     #[arg(long, value_name = "N", default_value_t = 1)]
     generation: u64,
-    /// The agent identity (the adapter's negotiated provider id).
+    /// The agent identity (the adapter's negotiated provider id): any provider the catalogue
+    /// declares.
     #[arg(long, value_name = "ID", default_value = "claude-acp")]
     agent_id: String,
+    /// How long the turn may take before the capture gives up (the agent may be retrying
+    /// silently): seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = faultline_replay::capture::DEFAULT_TIMEOUT.as_secs())]
+    timeout: u64,
     /// The prompt to send.
     #[arg(long, value_name = "TEXT")]
     prompt: String,
@@ -104,6 +115,14 @@ struct ServeArgs {
 /// Loads every `*.json` file of `directory` (other files are ignored) as the replay corpus,
 /// applying the document and corpus lints. Every error of every file is reported.
 fn load_dir(directory: &Path) -> Result<Corpus, Vec<FixtureError>> {
+    load_dir_with(directory, load_corpus)
+}
+
+/// Reads `directory`'s `*.json` files and loads them with `load`.
+pub(super) fn load_dir_with(
+    directory: &Path,
+    load: impl FnOnce(Vec<(String, String)>) -> Result<Corpus, Vec<FixtureError>>,
+) -> Result<Corpus, Vec<FixtureError>> {
     let shown = directory.display().to_string();
     let unreadable = |name: String, field: &str, message: String| {
         FixtureError::new(name, field, Lint::Unreadable, message)
@@ -142,7 +161,7 @@ fn load_dir(directory: &Path) -> Result<Corpus, Vec<FixtureError>> {
             )),
         }
     }
-    match load_corpus(documents) {
+    match load(documents) {
         Ok(corpus) if errors.is_empty() => Ok(corpus),
         Ok(_) => Err(errors),
         Err(more) => {
@@ -161,8 +180,11 @@ fn capture_agent(
     cwd: &Path,
     request: &CaptureRequest,
 ) -> std::io::Result<Result<Draft, CaptureError>> {
+    // Its own process group, ended whole: an npm launcher's child agent would otherwise
+    // survive and hold the standard streams open.
     let mut child = Command::new(program)
         .args(args)
+        .process_group(0)
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -175,6 +197,9 @@ fn capture_agent(
     let (outgoing, writing) = write_from_pipe(stdin);
     let captured = capture(bundle, incoming, outgoing, cwd, request);
     // The turn is over: the agent is not needed any more.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
     let _ = child.kill();
     let _ = child.wait();
     let _ = reading.join();
@@ -186,24 +211,39 @@ pub fn run(args: &Args) -> Exit {
     match &args.command {
         Some(Subcommand::Capture(capture)) => return run_capture(capture),
         Some(Subcommand::Serve(serve)) => return run_serve(serve),
+        Some(Subcommand::MockProvider(mock)) => return super::record::run_mock(mock),
+        Some(Subcommand::Record(record)) => return super::record::run_record(record),
         None => {}
     }
-    let corpus = match load_dir(&args.directory) {
-        Ok(corpus) => corpus,
+    let mut corpus: Vec<Fixture> = match load_dir(&args.directory) {
+        Ok(corpus) => corpus.fixtures().to_vec(),
         Err(errors) => {
             report_load_errors(&errors);
             return Exit::Failure;
         }
+    };
+    // The recorded corpus (fixtures the harness recorded from real agents) is replayed with
+    // the matrix when the directory has one.
+    let recorded_directory = args.directory.join(RECORDED_DIRECTORY);
+    if recorded_directory.is_dir() {
+        match load_dir_with(&recorded_directory, load_recorded_corpus) {
+            Ok(recorded) => corpus.extend(recorded.fixtures().iter().cloned()),
+            Err(errors) => {
+                report_load_errors(&errors);
+                return Exit::Failure;
+            }
+        }
+    }
+    let providers = match super::classify::declared_providers(args.catalogue.as_ref()) {
+        Ok(providers) => providers,
+        Err(exit) => return exit,
     };
     let bundle = match super::classify::load_bundle(args.bundle.as_ref(), args.catalogue.as_ref()) {
         Ok(bundle) => Arc::new(bundle),
         Err(exit) => return exit,
     };
     if let Some(cell) = &args.explain {
-        let Some(fixture) = corpus
-            .iter()
-            .find(|fixture| fixture.cell().to_string() == *cell)
-        else {
+        let Some(fixture) = corpus.iter().find(|fixture| label(fixture) == *cell) else {
             err(&format!(
                 "error: no cell `{cell}` in `{}`",
                 args.directory.display()
@@ -215,15 +255,24 @@ pub fn run(args: &Args) -> Exit {
     let mut report = String::new();
     let (mut passed, mut failed) = (0_usize, 0_usize);
     for fixture in &corpus {
-        let (summary, differences) = run_cell(&bundle, fixture);
+        let (summary, mut differences) = run_cell(&bundle, fixture);
+        if !providers
+            .iter()
+            .any(|provider| provider == fixture.agent_id.as_str())
+        {
+            differences.push(format!(
+                "agentId `{}` is not a provider the catalogue declares",
+                fixture.agent_id
+            ));
+        }
         if differences.is_empty() {
             passed += 1;
-            report.push_str(&format!("PASS {}: {summary}\n", fixture.cell()));
+            report.push_str(&format!("PASS {}: {summary}\n", label(fixture)));
         } else {
             failed += 1;
             report.push_str(&format!(
                 "FAIL {}: {}\n",
-                fixture.cell(),
+                label(fixture),
                 differences.join("; ")
             ));
         }
@@ -234,6 +283,21 @@ pub fn run(args: &Args) -> Exit {
         Exit::Findings
     } else {
         Exit::Clean
+    }
+}
+
+/// The recorded corpus's subdirectory of the fixture directory.
+pub(super) const RECORDED_DIRECTORY: &str = "recorded";
+
+/// How a report names a fixture: its matrix cell, or `recorded/<agent>-<scenario>` for a
+/// recorded fixture.
+fn label(fixture: &Fixture) -> String {
+    match &fixture.recording {
+        Some(recording) => format!(
+            "{RECORDED_DIRECTORY}/{}-{}",
+            recording.agent, recording.scenario
+        ),
+        None => fixture.cell().to_string(),
     }
 }
 
@@ -327,7 +391,7 @@ fn tokens(transport: &TransportCheck) -> String {
 fn explain(bundle: &Arc<Bundle>, fixture: &Fixture) -> Exit {
     let mut text = format!(
         "cell {} ({}, agent {}, {})\n",
-        fixture.cell(),
+        label(fixture),
         fixture.name,
         fixture.agent_id,
         fixture.capture
@@ -364,7 +428,7 @@ fn explain(bundle: &Arc<Bundle>, fixture: &Fixture) -> Exit {
         )),
         None => text.push_str("  (none: the prompt completed)\n"),
     }
-    text.push_str("\nclassification (phase prompt_send, no provider id):\n");
+    text.push_str("\nclassification (phase prompt_send, the agent's provider id):\n");
     if let Some(classification) = &transport.classification {
         text.push_str(&format!(
             "  {} ({}, {}, rule {}); expected {}\n",
@@ -443,16 +507,26 @@ fn effects_text(effects: &[Effect]) -> String {
 }
 
 fn run_capture(args: &CaptureArgs) -> Exit {
+    let providers = match super::classify::declared_providers(args.catalogue.as_ref()) {
+        Ok(providers) => providers,
+        Err(exit) => return exit,
+    };
+    let agent_id = AgentId::parse(&args.agent_id)
+        .filter(|id| providers.iter().any(|provider| provider == id.as_str()));
     let (Some(gateway), Some(case), Some(agent_id)) = (
         Gateway::parse(&args.gateway),
         Case::parse(&args.case),
-        AgentId::parse(&args.agent_id),
+        agent_id,
     ) else {
         err(&format!(
-            "error: --gateway is one of {}, --case one of {}, --agent-id one of {}",
+            "error: --gateway is one of {}, --case one of {}, --agent-id one of the catalogue's providers: {}",
             Gateway::spellings(),
             Case::spellings(),
-            AgentId::spellings()
+            providers
+                .iter()
+                .map(|provider| format!("`{provider}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         return Exit::Failure;
     };
@@ -479,6 +553,8 @@ fn run_capture(args: &CaptureArgs) -> Exit {
         prompt: args.prompt.clone(),
         source: source(args, program, agent_args),
         captured_at: faultline_runtime::format_instant(std::time::SystemTime::now()),
+        recording: None,
+        timeout: std::time::Duration::from_secs(args.timeout),
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let captured = match capture_agent(bundle, program, agent_args, &cwd, &request) {
@@ -489,7 +565,40 @@ fn run_capture(args: &CaptureArgs) -> Exit {
         }
     };
     match captured {
-        Ok(draft) => match &args.out {
+        Ok(draft) => {
+            report_replacements(&draft);
+            write_draft(&draft, args.out.as_deref())
+        }
+        Err(CaptureError::Lints(lints)) => {
+            for lint in &lints {
+                err(&format!("error: {lint}"));
+            }
+            err(&format!(
+                "error: refused to write the draft: it fails {} lint(s)",
+                lints.len()
+            ));
+            Exit::Findings
+        }
+        Err(error) => {
+            err(&format!("error: {error}"));
+            Exit::Failure
+        }
+    }
+}
+
+/// Says on standard error what sanitizing replaced in the draft.
+pub(super) fn report_replacements(draft: &Draft) {
+    for (field, replacement) in &draft.replacements {
+        err(&format!(
+            "note: `{field}`: replaced the {} `{}` with `{}`",
+            replacement.shape, replacement.matched, replacement.placeholder
+        ));
+    }
+}
+
+fn write_draft(draft: &Draft, out_path: Option<&Path>) -> Exit {
+    {
+        match out_path {
             Some(path) => match std::fs::write(path, &draft.text) {
                 Ok(()) => {
                     out(&format!(
@@ -512,20 +621,6 @@ fn run_capture(args: &CaptureArgs) -> Exit {
                 out(&draft.text);
                 Exit::Clean
             }
-        },
-        Err(CaptureError::Lints(lints)) => {
-            for lint in &lints {
-                err(&format!("error: {lint}"));
-            }
-            err(&format!(
-                "error: refused to write the draft: it fails {} lint(s)",
-                lints.len()
-            ));
-            Exit::Findings
-        }
-        Err(error) => {
-            err(&format!("error: {error}"));
-            Exit::Failure
         }
     }
 }
