@@ -80,6 +80,12 @@ pub enum Step {
         #[serde(skip_serializing_if = "Option::is_none")]
         deadline: Option<String>,
     },
+    /// The route state machine refused the failure (a write is pending, or the route is
+    /// waiting and expects no failure): nothing new is decided, and its state is unchanged.
+    RouteRefused {
+        /// Why.
+        refused: String,
+    },
     /// Parked until the provider recovers or a person acts.
     Park,
     /// Stop for manual recovery.
@@ -219,6 +225,11 @@ impl Decision {
                         reason_text(*reason)
                     ),
                 }
+            }
+            Step::RouteRefused { refused } => {
+                format!(
+                    "{code}, {safe} → no new decision: the route refused the failure ({refused})"
+                )
             }
             Step::Park => format!("{code}, {safe} → park"),
             Step::Manual if !self.effect_safe => format!("{code}, {safe} → stop: manual"),

@@ -435,10 +435,9 @@ impl Recovery {
                             None => Step::Manual,
                         }
                     }
-                    Err(rejection) => {
-                        after.push(refused(rejection.to_string()));
-                        Step::Manual
-                    }
+                    Err(rejection) => Step::RouteRefused {
+                        refused: rejection.to_string(),
+                    },
                 }
             }
             DecisionOutcome::Park => Step::Park,
