@@ -15,7 +15,8 @@
 //!
 //! Run with `cargo bench --bench classify` (add `--features vectorscan` for Vectorscan, which
 //! needs Debian's `libvectorscan-dev`). A closing table gives, per input set and engine, the
-//! median ns per classification and MB/s.
+//! median ns per classification and MB/s. `FAULTLINE_BENCH_BASELINE=<root .rules>` also times a
+//! second catalogue (`faultline_baseline`) beside the repository's, in the same run.
 
 #![allow(
     clippy::unwrap_used,
@@ -65,11 +66,20 @@ const VIEWS: [TextView; 2] = [TextView::Raw, TextView::Sanitized];
 fn view_index(view: TextView) -> usize {
     match view {
         TextView::Raw => 0,
-        TextView::Sanitized => 1,
+        // Body views are tested value by value (`Test::Body`), never through a view's set.
+        TextView::Sanitized | TextView::Body => 1,
     }
 }
 
 enum Test {
+    /// A matcher on the error body: its regex over every value at its pointer (`anchored`:
+    /// over the trimmed value, with a suffix bound for `prefix`), any one matching.
+    Body {
+        pointer: String,
+        regex: Regex,
+        anchored: Option<Option<(usize, usize)>>,
+        group: Option<(u32, EvidenceField)>,
+    },
     /// Pattern `pattern` of the view's set; with `where group N == field`, confirmed by captures.
     Set {
         view: usize,
@@ -117,6 +127,43 @@ impl Plan {
             })
         };
         let mut test = |matcher: &TextMatcher| -> Test {
+            if let Some(pointer) = &matcher.pointer {
+                let case = |ignore_case: bool| if ignore_case { "(?i)" } else { "" };
+                let (pattern, anchored, group) = match &matcher.kind {
+                    MatcherKind::Regex {
+                        lowered,
+                        group_equals,
+                        ..
+                    } => (lowered.clone(), None, *group_equals),
+                    MatcherKind::Contains {
+                        literal,
+                        ignore_case,
+                    } => (escaped(literal, *ignore_case), None, None),
+                    MatcherKind::Prefix {
+                        literal,
+                        ignore_case,
+                        suffix,
+                    } => (
+                        format!(r"{}\A{}", case(*ignore_case), regex::escape(literal)),
+                        Some(*suffix),
+                        None,
+                    ),
+                    MatcherKind::Whole {
+                        literal,
+                        ignore_case,
+                    } => (
+                        format!(r"{}\A{}\z", case(*ignore_case), regex::escape(literal)),
+                        Some(None),
+                        None,
+                    ),
+                };
+                return Test::Body {
+                    pointer: pointer.clone(),
+                    regex: Regex::new(&pattern).unwrap(),
+                    anchored,
+                    group,
+                };
+            }
             let view = view_index(matcher.view);
             match &matcher.kind {
                 MatcherKind::Regex {
@@ -206,6 +253,37 @@ impl Plan {
         let hits: [OnceCell<Vec<bool>>; 2] = [OnceCell::new(), OnceCell::new()];
         let holds = |test: &Test| -> bool {
             match test {
+                Test::Body {
+                    pointer,
+                    regex,
+                    anchored,
+                    group,
+                } => {
+                    let values = evidence
+                        .body
+                        .as_ref()
+                        .map(|body| body.select(pointer))
+                        .unwrap_or_default();
+                    values.iter().any(|value| match (anchored, group) {
+                        (Some(suffix), _) => {
+                            let trimmed = value.trim();
+                            regex.find(trimmed).is_some_and(|found| {
+                                let rest = trimmed[found.end()..].trim().len();
+                                suffix.is_none_or(|(min, max)| min <= rest && rest <= max)
+                            })
+                        }
+                        (None, None) => regex.is_match(value),
+                        (None, Some((group, field))) => {
+                            text_field(evidence, *field).is_some_and(|expected| {
+                                regex.captures_iter(value).any(|captures| {
+                                    captures
+                                        .get(*group as usize)
+                                        .is_some_and(|g| g.as_str() == expected)
+                                })
+                            })
+                        }
+                    })
+                }
                 Test::Set {
                     view,
                     pattern,
@@ -898,7 +976,15 @@ struct Engines {
     regexset: RegexSetEngine,
     #[cfg(feature = "vectorscan")]
     vectorscan: vectorscan::VectorscanEngine,
+    /// Another catalogue compiled by the same compiler, timed beside the repository's: how
+    /// throughput changed as the catalogue grew (`FAULTLINE_BENCH_BASELINE`).
+    baseline: Option<Bundle>,
 }
+
+/// The root `.rules` file of a catalogue to time beside the repository's, for example the
+/// catalogue before a change (`git archive <commit> catalogue | tar -x -C /tmp/before`, then
+/// `FAULTLINE_BENCH_BASELINE=/tmp/before/catalogue/catalogue.rules`).
+const BASELINE: &str = "FAULTLINE_BENCH_BASELINE";
 
 fn engines() -> Engines {
     let compilation: Compilation = faultline_testkit::compile("catalogue/catalogue.rules");
@@ -913,6 +999,15 @@ fn engines() -> Engines {
         regexset: RegexSetEngine::new(plan()),
         #[cfg(feature = "vectorscan")]
         vectorscan: vectorscan::VectorscanEngine::new(plan()),
+        baseline: std::env::var(BASELINE).ok().map(|root_file| {
+            let baseline = faultline_testkit::compile(&root_file);
+            eprintln!(
+                "baseline catalogue `{root_file}`: {} rules (the repository's: {})",
+                baseline.catalogue.rules.len(),
+                compilation.catalogue.rules.len()
+            );
+            faultline_testkit::bundle_of(&baseline)
+        }),
     }
 }
 
@@ -968,6 +1063,7 @@ const ENGINES: &[&str] = &[
     #[cfg(feature = "vectorscan")]
     "vectorscan",
     "sanitize_only",
+    "faultline_baseline",
 ];
 
 /// One engine under test: its name and what it does with one input.
@@ -1020,6 +1116,14 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
             black_box(engines.vectorscan.classify(input));
         }),
     ));
+    if let Some(baseline) = &engines.baseline {
+        runs.push((
+            "faultline_baseline",
+            Box::new(|input| {
+                black_box(baseline.classify(input));
+            }),
+        ));
+    }
     // Not an engine: what the diagnostic-tier redaction alone costs on the same inputs (every
     // engine applies it, since rules read the sanitized text; faultline's excerpt is it).
     runs.push((
@@ -1037,7 +1141,7 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
 /// its literals); the others can only answer soundly after redacting the text, then asking
 /// whether any pattern matches at all.
 fn bench_rejecting(c: &mut Criterion, engines: &Engines, inputs: &[Evidence]) {
-    let runs: Vec<Run<'_>> = vec![
+    let mut runs: Vec<Run<'_>> = vec![
         (
             "faultline",
             Box::new(|input| {
@@ -1064,6 +1168,14 @@ fn bench_rejecting(c: &mut Criterion, engines: &Engines, inputs: &[Evidence]) {
             }),
         ),
     ];
+    if let Some(baseline) = &engines.baseline {
+        runs.push((
+            "faultline_baseline",
+            Box::new(|input| {
+                black_box(baseline.may_classify(input));
+            }),
+        ));
+    }
     bench_group(c, "reject_prose", inputs, runs);
 }
 

@@ -452,7 +452,7 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
     let golden =
         |name: &str| std::fs::read(common::root().join("fixtures/bundles").join(name)).unwrap();
     // A stored bundle of the current format loads and classifies as its catalogue says.
-    let current = Bundle::from_bytes(&golden("format-5-redaction-markers.flb")).unwrap();
+    let current = Bundle::from_bytes(&golden("format-6-redaction-markers.flb")).unwrap();
     assert_eq!(current.header().format_version(), wire::FORMAT_VERSION);
     let evidence = Evidence::new().with_stderr("session ses_abc123 expired".to_owned());
     assert_eq!(
@@ -466,24 +466,27 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
         }
         other => panic!("a format-2 bundle must be refused as too old: {other:?}"),
     }
-    // Format 3 (before rules could guard headers or the body, issue 12) is still read, and
-    // classifies as it did.
-    let previous = Bundle::from_bytes(&golden("format-3-redaction-markers.flb")).unwrap();
-    assert_eq!(previous.header().format_version(), 3);
-    assert_eq!(
-        previous.classify(&evidence).rule,
-        "markers.session_expired.v1"
-    );
-    // Format 4 (before bundles carried a recovery policy, issue 14) is still read, classifies
-    // as it did, and is given the reference's default policy.
-    let format_4 = Bundle::from_bytes(&golden("format-4-redaction-markers.flb")).unwrap();
-    assert_eq!(format_4.header().format_version(), 4);
-    assert_eq!(
-        format_4.classify(&evidence).rule,
-        "markers.session_expired.v1"
-    );
-    assert_eq!(*format_4.policy(), RecoveryPolicy::reference());
-    assert_eq!(*previous.policy(), RecoveryPolicy::reference());
+    // Formats 3 (before rules could guard headers or the body), 4 (before text matchers
+    // could read the body, issue 12) and 5 (before bundles carried a recovery policy, issue 14)
+    // are still read, classify as they did, and are given the reference's default policy.
+    for (name, version) in [
+        ("format-3-redaction-markers.flb", 3),
+        ("format-4-redaction-markers.flb", 4),
+        ("format-5-redaction-markers.flb", 5),
+    ] {
+        let previous = Bundle::from_bytes(&golden(name)).unwrap();
+        assert_eq!(previous.header().format_version(), version);
+        assert_eq!(
+            previous.classify(&evidence).rule,
+            "markers.session_expired.v1"
+        );
+        let rule = previous
+            .rules()
+            .find(|rule| rule.id() == "markers.session_expired.v1")
+            .unwrap();
+        assert!(rule.matchers().all(|matcher| matcher.pointer().is_none()));
+        assert_eq!(*previous.policy(), RecoveryPolicy::reference());
+    }
 }
 
 /// A bundle of nothing but `policy` (no rules, no automata), written as the compiler would.
@@ -522,6 +525,7 @@ fn policy_bundle(policy: Option<RecoveryPolicy>) -> Vec<u8> {
             matchers: Vec::new(),
             vetoes: Vec::new(),
             timing: Vec::new(),
+            body_reset_at: Vec::new(),
             excerpt: None,
             remediation: None,
             gated: false,

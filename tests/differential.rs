@@ -34,6 +34,10 @@ struct Engines {
     headers: Vec<(String, Vec<String>)>,
     /// The JSON Pointers and their guarded values, from every `when body` guard.
     pointers: Vec<(String, Vec<String>)>,
+    /// The JSON Pointers text matchers read (`on body "…"`), and one no rule reads.
+    text_pointers: Vec<String>,
+    /// The values the examples' bodies hold at those pointers.
+    body_texts: Vec<String>,
 }
 
 fn engines(root: &str) -> Engines {
@@ -125,6 +129,26 @@ fn engines(root: &str) -> Engines {
     };
     let headers = keyed(false);
     let pointers = keyed(true);
+    let mut text_pointers: Vec<String> = compilation
+        .catalogue
+        .rules
+        .iter()
+        .flat_map(|rule| rule.matchers.iter().chain(&rule.vetoes))
+        .filter_map(|matcher| matcher.pointer.clone())
+        .collect();
+    text_pointers.push("/error/message".to_owned());
+    text_pointers.sort();
+    text_pointers.dedup();
+    let mut body_texts: Vec<String> = seeds_of(&compilation)
+        .filter_map(|evidence| evidence.body.clone())
+        .flat_map(|body| {
+            text_pointers
+                .iter()
+                .flat_map(|pointer| body.select(pointer))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    body_texts.push("429".to_owned());
     let mut providers = compilation.catalogue.providers.clone();
     // Evidence may name a provider the catalogue does not declare.
     providers.push("unknown-acp".to_owned());
@@ -136,7 +160,18 @@ fn engines(root: &str) -> Engines {
         providers,
         headers,
         pointers,
+        text_pointers,
+        body_texts,
     }
+}
+
+fn seeds_of(compilation: &faultline_compiler::Compilation) -> impl Iterator<Item = &Evidence> {
+    compilation
+        .catalogue
+        .rules
+        .iter()
+        .flat_map(|rule| rule.examples.iter().chain(&rule.counterexamples))
+        .map(|example| &example.evidence)
 }
 
 /// A value for a guarded key: one of its guarded values (in another case, for a header), or
@@ -194,7 +229,11 @@ fn set_pointer(root: &mut serde_json::Value, pointer: &str, value: &str) {
             _ => return,
         };
     }
-    *at = Value::String(value.to_owned());
+    // Digits go in as a number, which guards and body views read as its JSON text.
+    *at = match value.parse::<u32>() {
+        Ok(number) if !value.starts_with('0') => Value::from(number),
+        _ => Value::String(value.to_owned()),
+    };
 }
 
 /// An error body built from the catalogue's body guards, as JSON or text; `true` when it
@@ -202,17 +241,28 @@ fn set_pointer(root: &mut serde_json::Value, pointer: &str, value: &str) {
 fn body(engines: &'static Engines) -> impl Strategy<Value = Option<(String, bool)>> {
     let entry = prop::sample::select(engines.pointers.clone())
         .prop_flat_map(|(pointer, values)| (Just(pointer), keyed_value(values, false)));
+    // Text for the pointers text matchers read: the examples' own values, mutated, or soup.
+    let mutated = (
+        prop::sample::select(engines.body_texts.clone()),
+        prop::collection::vec((any::<prop::sample::Index>(), 0usize..4, "\\PC{0,4}"), 0..3),
+    )
+        .prop_map(|(text, edits)| common::apply_edits(text, edits));
+    let texts = (
+        prop::sample::select(engines.text_pointers.clone()),
+        prop_oneof![2 => mutated, 1 => text(engines)],
+    );
     prop::option::weighted(
         0.3,
         (
             prop::collection::vec(entry, 0..4),
+            prop::collection::vec(texts, 0..3),
             any::<bool>(),
             "\\PC{0,8}",
         )
-            .prop_map(|(entries, embedded, noise)| {
+            .prop_map(|(entries, texts, embedded, noise)| {
                 let mut root = serde_json::json!({});
-                for (pointer, value) in entries {
-                    set_pointer(&mut root, &pointer, &value);
+                for (pointer, value) in entries.iter().chain(&texts) {
+                    set_pointer(&mut root, pointer, value);
                 }
                 let text = if root.get("error").is_none() && !embedded {
                     noise

@@ -380,3 +380,258 @@ fn keyed_guards_parse_and_format_canonically() {
     .unwrap();
     assert_eq!(again, formatted);
 }
+
+/// A catalogue of text matchers on the error body: a number read as its JSON text, a `*`
+/// pointer read element by element, and an object that is never read.
+const BODY_VIEW_CATALOGUE: &str = r##"
+catalogue "body-views" version "body-views.v1"
+tiers [structured, fallback]
+
+code quota_limited {
+    class hard
+    flags [user_action]
+    scope account
+}
+
+code rate_limited {
+    class transient
+    flags [auto_retryable, fallback_allowed]
+    scope account
+}
+
+code agent_runtime_error {
+    class unclassified
+    flags []
+    scope session
+}
+
+/// Two matchers on one `*` pointer: each may be met by an element of its own.
+rule body.details.quota.v1 {
+    code quota_limited
+    confidence high
+    tier structured
+    rank 0
+    match contains "quota" on body "/error/details/*/msg"
+    match contains "per day" on body "/error/details/*/msg"
+    unless contains "per minute" on body "/error/details/*/msg"
+    example { body: r#"{"error":{"details":[{"msg":"quota"},{"msg":"per day"}]}}"# }
+    counterexample { body: r#"{"error":{"details":[{"msg":"quota per day"},{"msg":"per minute"}]}}"# }
+}
+
+/// A number is read as its JSON text.
+rule body.code.number.v1 {
+    code rate_limited
+    confidence high
+    tier structured
+    rank 1
+    match whole "429" on body "/error/code"
+    example { body: r#"{"error":{"code":429}}"# }
+    counterexample { body: r#"{"error":{"code":4290}}"# }
+}
+
+/// An object is not a value: this matcher reads nothing from `{"error":{…}}`.
+rule body.object.v1 {
+    code rate_limited
+    confidence high
+    tier structured
+    rank 2
+    match regex r"code" on body "/error"
+    example { body: r#"{"error":"code"}"# }
+    counterexample { body: r#"{"error":{"code":1}}"# }
+}
+
+rule fallback.v1 {
+    code agent_runtime_error
+    confidence low
+    tier fallback
+}
+"##;
+
+#[test]
+fn text_matchers_read_the_body_at_a_pointer() {
+    let directory = common::scratch("body-views");
+    std::fs::write(directory.join("catalogue.rules"), BODY_VIEW_CATALOGUE).unwrap();
+    let catalogue = directory.to_str().unwrap();
+    let check = common::faultline(&["check", catalogue, "--deny-warnings"]);
+    assert_eq!(check.status.code(), Some(0), "{check:?}");
+    let lines = [
+        r#"{"body":{"error":{"details":[{"msg":"quota"},{"msg":"per day"}]}}}"#,
+        r#"{"body":{"error":{"details":[{"msg":"quota"},{"msg":"per day"},{"msg":"per minute"}]}}}"#,
+        r#"{"body":{"error":{"code":429}}}"#,
+        r#"{"body":{"error":{"code":"429"}}}"#,
+        r#"{"body":{"error":{"code":{"value":429}}}}"#,
+        r#"{"stderr":"quota per day 429","body":"quota per day"}"#,
+    ];
+    let output = classify_stdin(&["--catalogue", catalogue], &(lines.join("\n") + "\n"));
+    let rules: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["rule"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "body.details.quota.v1",
+            // A veto on a `*` pointer holds when some element matches it.
+            "fallback.v1",
+            "body.code.number.v1",
+            "body.code.number.v1",
+            // An object at the pointer is not read; neither is the text nor a text body.
+            "fallback.v1",
+            "fallback.v1",
+        ]
+    );
+}
+
+#[test]
+fn a_body_text_rule_of_the_catalogue_reports_the_body_value_redacted() {
+    let groq = classify_line(
+        r#"{"http_status":429,"stderr":"upstream said so","body":{"error":{"code":"rate_limit_exceeded","type":"tokens","message":"Rate limit reached for model `llama-3.3-70b-versatile` on tokens per day (TPD) for alice@example.com in /home/alice/work. Please try again in 9m38.016s."}}}"#,
+    );
+    assert_eq!(
+        (groq.code.as_str(), groq.rule.as_str()),
+        ("quota_limited", "openai.message.per_day.v1")
+    );
+    assert!(
+        groq.excerpt.contains("on tokens per day (TPD)"),
+        "{}",
+        groq.excerpt
+    );
+    assert!(!groq.excerpt.contains("alice"), "{}", groq.excerpt);
+    assert!(
+        !groq.excerpt.contains("upstream said so"),
+        "{}",
+        groq.excerpt
+    );
+    // Per minute stays a rate limit.
+    let tpm = classify_line(
+        r#"{"http_status":429,"body":{"error":{"code":"rate_limit_exceeded","message":"Rate limit reached on tokens per minute (TPM)."}}}"#,
+    );
+    assert_eq!(tpm.rule, "openai.code.rate_limit_exceeded.v1");
+    // A body printed into the text is never read by a body matcher.
+    let printed = classify_line(
+        r#"{"http_status":429,"stderr":"API Error: 429 {\"error\":{\"code\":\"rate_limit_exceeded\",\"message\":\"tokens per day\"}}"}"#,
+    );
+    assert_ne!(printed.rule, "openai.message.per_day.v1");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A body message a body text rule matches (and reports as its excerpt) never carries a
+    /// credential into an output.
+    #[test]
+    fn no_credential_in_a_matched_body_message_reaches_an_output(
+        (secret, hidden) in credential(),
+        context in prop::sample::select(CONTEXTS),
+    ) {
+        let message = format!("Rate limit reached on tokens per day (TPD). {}", context.replace("{}", &secret));
+        let line = json!({
+            "http_status": 429,
+            "body": {"error": {"code": "rate_limit_exceeded", "message": message}},
+        });
+        let evidence: Evidence = serde_json::from_value(line).unwrap();
+        let text = outputs(&evidence);
+        prop_assert!(text.contains("openai.message.per_day.v1"), "{}", text);
+        if let Some(window) = leaked(&hidden, &text) {
+            prop_assert!(false, "`{}` of `{}` in {}", window, hidden, text);
+        }
+    }
+}
+
+#[test]
+fn body_views_parse_and_format_canonically() {
+    let source = "catalogue \"x\" version \"x.v1\"\ntiers [main]\n\nrule a.v1 {\n    code c\n    confidence high\n    tier main\n    match regex r\"quota\"   on   body   r\"/error/details/*/message\"\n    unless contains \"minute\" ignore_case on body \"/error/message\"\n}\n";
+    let formatted = faultline_dsl::format(&faultline_dsl::SourceFile::new(
+        "x.rules",
+        source.to_owned(),
+    ))
+    .unwrap();
+    assert!(
+        formatted.contains("    match regex r\"quota\" on body r\"/error/details/*/message\"\n"),
+        "{formatted}"
+    );
+    assert!(
+        formatted
+            .contains("    unless contains \"minute\" ignore_case on body \"/error/message\"\n"),
+        "{formatted}"
+    );
+    let again = faultline_dsl::format(&faultline_dsl::SourceFile::new(
+        "x.rules",
+        formatted.clone(),
+    ))
+    .unwrap();
+    assert_eq!(again, formatted);
+}
+
+/// A catalogue whose 429 rule names a body pointer for `body_reset`, then reads text delays.
+const NAMED_POINTER_CATALOGUE: &str = r#"
+catalogue "named-pointer" version "named-pointer.v1"
+tiers [structured, fallback]
+
+code rate_limited {
+    class transient
+    flags [auto_retryable, fallback_allowed]
+    scope account
+}
+
+code agent_runtime_error {
+    class unclassified
+    flags []
+    scope session
+}
+
+rule http.429 {
+    code rate_limited
+    confidence high
+    tier structured
+    when http_status = 429
+    timing [try_again_in, body_reset "/error/limit/resets_at"]
+}
+
+rule fallback.v1 {
+    code agent_runtime_error
+    confidence low
+    tier fallback
+}
+"#;
+
+#[test]
+fn explain_lists_body_reset_at_a_named_pointer_and_try_again_in() {
+    let directory = common::scratch("named-pointer");
+    std::fs::write(directory.join("catalogue.rules"), NAMED_POINTER_CATALOGUE).unwrap();
+    let catalogue = directory.to_str().unwrap();
+    let explain = |line: &str| {
+        let output = common::faultline(&[
+            "explain",
+            "--catalogue",
+            catalogue,
+            "--now",
+            "2026-09-01T00:00:00Z",
+            line,
+        ]);
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // The named pointer is read first (structured before text), and accepted.
+    let report = explain(
+        r#"{"http_status":429,"stderr":"Please try again in 2.746s.","body":{"error":{"limit":{"resets_at":"2026-09-01T01:00:00Z"}}}}"#,
+    );
+    assert!(
+        report.contains("body extractor `body_reset`: 2026-09-01T01:00:00Z, accepted"),
+        "{report}"
+    );
+    // A stale instant there is rejected with why, and the text's delay is taken instead.
+    let report = explain(
+        r#"{"http_status":429,"stderr":"Please try again in 2.746s.","body":{"error":{"limit":{"resets_at":"2026-08-01T00:00:00Z"}}}}"#,
+    );
+    assert!(report.contains("it is not after now"), "{report}");
+    assert!(
+        report.contains("text extractor `try_again_in`: 2026-09-01T00:00:02.746Z, accepted"),
+        "{report}"
+    );
+}

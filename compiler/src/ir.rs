@@ -138,6 +138,8 @@ pub struct RuleDef {
     pub vetoes: Vec<TextMatcher>,
     /// Timing extractors to run when the rule wins.
     pub timing: Vec<TimingExtractor>,
+    /// The JSON Pointers named for `body_reset` (`body_reset "/error/resets_at"`), in order.
+    pub body_reset_at: Vec<String>,
     /// The remediation it reports.
     pub remediation: Option<RemediationSpec>,
     /// A fixed, redaction-clean text reported instead of the evidence's excerpt.
@@ -165,6 +167,8 @@ pub type Guards = faultline_runtime::build::GuardsEntry;
 pub struct TextMatcher {
     /// Which rendering of the text it reads.
     pub view: TextView,
+    /// The JSON Pointer of the body whose values it reads, for [`TextView::Body`] only.
+    pub pointer: Option<String>,
     /// What it tests.
     pub kind: MatcherKind,
     /// Where its pattern or literal is written (in the file of its rule), for diagnostics of

@@ -1,7 +1,8 @@
 //! The reference interpreter: the simplest possible evaluation of a checked catalogue, the way
 //! the reference system classifies — every rule a `regex::Regex`, tried one after another in
 //! effective priority order. It shares nothing with the compiled path but the text views (the
-//! bounded tail and its redaction), the refusal of credential-shaped captures and the effective
+//! bounded tail and its redaction), the ingested body (its JSON, read here by a naive pointer
+//! walk of its own), the refusal of credential-shaped captures and the effective
 //! order, and exists to be compared with it: the compiled bundle must agree with it on every
 //! input.
 
@@ -77,6 +78,54 @@ pub fn field(evidence: &Evidence, field: EvidenceField) -> Option<String> {
     }
 }
 
+/// Collects the values a body matcher reads at `pointer` of a JSON body, walked naively: a
+/// segment is a member name (`~1` is `/`, `~0` is `~`), an array index, or `*` for every
+/// element; strings are read as they are, numbers and booleans as their JSON text, and nothing
+/// else is read.
+fn body_values(root: &serde_json::Value, pointer: &str, out: &mut Vec<String>) {
+    use serde_json::Value;
+    let mut current = vec![root];
+    if !pointer.is_empty() {
+        let Some(rest) = pointer.strip_prefix('/') else {
+            return;
+        };
+        for raw in rest.split('/') {
+            let mut segment = String::new();
+            let mut chars = raw.chars();
+            while let Some(c) = chars.next() {
+                match (c, c == '~') {
+                    (_, false) => segment.push(c),
+                    (_, true) => match chars.next() {
+                        Some('0') => segment.push('~'),
+                        Some('1') => segment.push('/'),
+                        _ => return,
+                    },
+                }
+            }
+            let mut next = Vec::new();
+            for value in current {
+                match value {
+                    Value::Object(map) => next.extend(map.get(&segment)),
+                    Value::Array(items) if segment == "*" => next.extend(items.iter()),
+                    Value::Array(items) if segment == "0" || !segment.starts_with('0') => {
+                        next.extend(segment.parse::<usize>().ok().and_then(|i| items.get(i)));
+                    }
+                    _ => {}
+                }
+            }
+            current = next;
+        }
+    }
+    for value in current {
+        match value {
+            Value::String(text) => out.push(text.clone()),
+            Value::Number(number) => out.push(number.to_string()),
+            Value::Bool(flag) => out.push(flag.to_string()),
+            _ => {}
+        }
+    }
+}
+
 /// Whether a rule's structured guards hold for `evidence`.
 pub fn guards_hold(guards: &Guards, evidence: &Evidence) -> bool {
     fn one_of<T: PartialEq>(allowed: &Option<Vec<T>>, value: Option<T>) -> bool {
@@ -130,8 +179,12 @@ impl Reference {
     pub fn classify(&self, evidence: &Evidence) -> Option<(String, Option<String>)> {
         let views = TextViews::new(evidence);
         let text = |view: TextView| views.get(view);
-        let holds = |matcher: &TextMatcher, regex: Option<&Regex>| -> bool {
-            let view_text = text(matcher.view);
+        let body = evidence
+            .body
+            .as_ref()
+            .filter(|body| body.is_json())
+            .and_then(|body| serde_json::to_value(body).ok());
+        let holds_on = |matcher: &TextMatcher, regex: Option<&Regex>, view_text: &str| -> bool {
             match (&matcher.kind, regex) {
                 (
                     MatcherKind::Regex {
@@ -159,6 +212,18 @@ impl Reference {
                 (MatcherKind::Whole { .. }, Some(regex)) => regex.is_match(view_text.trim()),
                 (_, Some(regex)) => regex.is_match(view_text),
                 (_, None) => false,
+            }
+        };
+        let holds = |matcher: &TextMatcher, regex: Option<&Regex>| -> bool {
+            match (&matcher.pointer, matcher.view) {
+                (Some(pointer), TextView::Body) => {
+                    let mut values = Vec::new();
+                    if let Some(body) = &body {
+                        body_values(body, pointer, &mut values);
+                    }
+                    values.iter().any(|value| holds_on(matcher, regex, value))
+                }
+                _ => holds_on(matcher, regex, text(matcher.view)),
             }
         };
         for (rule, regexes, capture) in &self.rules {

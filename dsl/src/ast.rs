@@ -255,8 +255,8 @@ pub enum ClauseKind {
     Match(Matcher),
     /// `unless <matcher>`
     Unless(Matcher),
-    /// `timing [<extractor>, …]`
-    Timing(List),
+    /// `timing [<extractor>, <extractor> "/pointer", …]`
+    Timing(TimingList),
     /// `remediation "<token>"` or `remediation capture r"…" group N`
     Remediation(Remediation),
     /// `excerpt "<fixed text>"`: reported instead of the evidence text
@@ -325,7 +325,17 @@ pub struct Matcher {
     /// Its kind and arguments.
     pub kind: MatcherKind,
     /// `on <view>`; the sanitized view when absent.
-    pub view: Option<Name>,
+    pub view: Option<View>,
+}
+
+/// `on <view>`, or `on body "/pointer"`: what a text matcher reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct View {
+    /// The view's name (`sanitized`, `raw`, `body`).
+    pub name: Name,
+    /// The JSON Pointer of the error body whose values a `body` view reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<StringLit>,
 }
 
 /// The kinds of text matcher.
@@ -399,7 +409,7 @@ pub enum Remediation {
         /// The capture group whose text is the remediation value.
         group: IntLit,
         /// The text view; sanitized when absent.
-        view: Option<Name>,
+        view: Option<View>,
     },
 }
 
@@ -425,6 +435,39 @@ pub struct EvidenceField {
     pub name: Name,
     /// Its value.
     pub value: Value,
+}
+
+/// The list of a `timing` clause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimingList {
+    /// The brackets and everything between.
+    pub span: Span,
+    /// The extractors, in order.
+    pub items: Vec<TimingItem>,
+}
+
+impl TimingList {
+    /// The extractors' names alone, as a plain list.
+    pub fn names(&self) -> List {
+        List {
+            span: self.span,
+            items: self
+                .items
+                .iter()
+                .map(|item| item.extractor.clone())
+                .collect(),
+        }
+    }
+}
+
+/// One extractor of a `timing` list: `retry_after`, or `body_reset "/error/resets_at"`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimingItem {
+    /// The extractor's name.
+    pub extractor: Value,
+    /// The JSON Pointer of the error body it reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<StringLit>,
 }
 
 /// A list `[a, b, c]`.

@@ -297,9 +297,9 @@ diagnostic_codes! {
     ///
     /// Fix: include only `.rules` source files; correct the path.
     IncludeNotText = "0038", "include-not-text", Error, "included file is not text";
-    /// A `when body "…"` guard names a malformed JSON Pointer (RFC 6901): a pointer is empty
-    /// (the whole body) or starts with `/`, and a `~` in it must be `~0` (for `~`) or `~1`
-    /// (for `/`). A `*` segment stands for every element of an array.
+    /// A `when body "…"` guard or an `on body "…"` text view names a malformed JSON Pointer
+    /// (RFC 6901): a pointer is empty (the whole body) or starts with `/`, and a `~` in it must
+    /// be `~0` (for `~`) or `~1` (for `/`). A `*` segment stands for every element of an array.
     ///
     /// Fix: write the path from the body's root, such as `"/error/details/*/reason"`.
     MalformedPointer = "0039", "malformed-pointer", Error, "malformed JSON Pointer";
@@ -328,6 +328,14 @@ diagnostic_codes! {
     /// Fix: test the outer pointer with `present` (an object is present), or drop one of the
     /// guards.
     ImpossibleGuard = "0042", "impossible-guard", Error, "body guards that cannot hold together";
+    /// A JSON Pointer is missing where one is read, or given where none is: a text matcher
+    /// `on body` reads the string values at a pointer of the error body and needs one (`on
+    /// body "/error/message"`); the `sanitized` and `raw` views are the evidence text and take
+    /// none; a remediation capture reads the evidence text only.
+    ///
+    /// Fix: write `on body "/error/message"` to match the body's message, or drop the pointer
+    /// after `on sanitized`/`on raw`; capture a remediation from the text.
+    MisplacedPointer = "0043", "misplaced-pointer", Error, "JSON Pointer missing or misplaced";
     /// A setting of the `policy` block is not one the block (or the section it is in) has.
     /// The message lists the settings that section knows (docs/policy.md lists them all).
     ///

@@ -451,8 +451,19 @@ impl Printer<'_> {
             | ClauseKind::Before(name)
             | ClauseKind::After(name) => format!("{keyword} {}", name.value),
             ClauseKind::Rank(int) => format!("{keyword} {}", self.text(int.span)),
-            ClauseKind::Flags(list) | ClauseKind::Timing(list) => {
-                format!("{keyword} {}", self.list(list))
+            ClauseKind::Flags(list) => format!("{keyword} {}", self.list(list)),
+            ClauseKind::Timing(list) => {
+                let items: Vec<String> = list
+                    .items
+                    .iter()
+                    .map(|item| match &item.pointer {
+                        Some(pointer) => {
+                            format!("{} {}", self.value(&item.extractor), pointer.source)
+                        }
+                        None => self.value(&item.extractor),
+                    })
+                    .collect();
+                format!("{keyword} [{}]", items.join(", "))
             }
             ClauseKind::When(guard) => {
                 let test = match &guard.test {
@@ -490,9 +501,12 @@ impl Printer<'_> {
         }
     }
 
-    fn view(&self, view: Option<&Name>) -> String {
-        view.map(|name| format!(" on {}", name.value))
-            .unwrap_or_default()
+    fn view(&self, view: Option<&View>) -> String {
+        view.map(|view| match &view.pointer {
+            Some(pointer) => format!(" on {} {}", view.name.value, pointer.source),
+            None => format!(" on {}", view.name.value),
+        })
+        .unwrap_or_default()
     }
 
     fn matcher(&self, matcher: &Matcher) -> String {

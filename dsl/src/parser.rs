@@ -168,7 +168,8 @@ fn describe_rule(rule: Rule) -> Option<&'static str> {
         Rule::int => "a number",
         Rule::string | Rule::normal_string | Rule::raw_string => "a string",
         Rule::value => "a value",
-        Rule::list => "a list `[…]`",
+        Rule::list | Rule::timing_list => "a list `[…]`",
+        Rule::timing_item => "a timing extractor",
         Rule::evidence => "a string or `{ … }`",
         Rule::evidence_object => "`{`",
         Rule::evidence_field => "a field name",
@@ -602,7 +603,7 @@ impl Builder<'_> {
             }
             Rule::c_match => ClauseKind::Match(self.matcher(&arg?)?),
             Rule::c_unless => ClauseKind::Unless(self.matcher(&arg?)?),
-            Rule::c_timing => ClauseKind::Timing(self.list(&arg?)),
+            Rule::c_timing => ClauseKind::Timing(self.timing_list(&arg?)),
             Rule::c_remediation => {
                 let arg = arg?;
                 match arg.as_rule() {
@@ -610,9 +611,7 @@ impl Builder<'_> {
                     Rule::capture => {
                         let pattern = self.string(&find(&arg, Rule::string)?);
                         let group = self.int(&find(&find(&arg, Rule::group)?, Rule::int)?);
-                        let view = find(&arg, Rule::view)
-                            .and_then(|view| find(&view, Rule::ident))
-                            .map(|v| self.name(&v));
+                        let view = find(&arg, Rule::view).and_then(|view| self.view(&view));
                         ClauseKind::Remediation(Remediation::Capture {
                             pattern,
                             group,
@@ -634,11 +633,15 @@ impl Builder<'_> {
         })
     }
 
+    fn view(&mut self, pair: &Pair<'_, Rule>) -> Option<View> {
+        let name = self.name(&find(pair, Rule::ident)?);
+        let pointer = find(pair, Rule::string).map(|pointer| self.string(&pointer));
+        Some(View { name, pointer })
+    }
+
     fn matcher(&mut self, pair: &Pair<'_, Rule>) -> Option<Matcher> {
         let span = self.span(pair);
-        let view = find(pair, Rule::view)
-            .and_then(|view| find(&view, Rule::ident))
-            .map(|v| self.name(&v));
+        let view = find(pair, Rule::view).and_then(|view| self.view(&view));
         let literal = self.string(&find(pair, Rule::string)?);
         let ignore_case = find(pair, Rule::ignore_case).map(|p| self.span(&p));
         let kind = match pair.as_rule() {
@@ -718,6 +721,21 @@ impl Builder<'_> {
             .filter_map(|p| self.value(&p))
             .collect();
         List {
+            span: self.span(pair),
+            items,
+        }
+    }
+
+    fn timing_list(&mut self, pair: &Pair<'_, Rule>) -> TimingList {
+        let items = children(pair)
+            .filter(|p| p.as_rule() == Rule::timing_item)
+            .filter_map(|item| {
+                let extractor = self.value(&find(&item, Rule::value)?)?;
+                let pointer = find(&item, Rule::string).map(|pointer| self.string(&pointer));
+                Some(TimingItem { extractor, pointer })
+            })
+            .collect();
+        TimingList {
             span: self.span(pair),
             items,
         }

@@ -110,11 +110,13 @@ impl<'a> TextViews<'a> {
         })
     }
 
-    /// One of the views.
+    /// One of the views of the text; empty for [`TextView::Body`], which is not text of the
+    /// evidence: a matcher on it reads the values at its JSON Pointer ([`crate::Body::select`]).
     pub fn get(&self, view: TextView) -> &str {
         match view {
             TextView::Raw => self.raw(),
             TextView::Sanitized => self.sanitized(),
+            TextView::Body => "",
         }
     }
 

@@ -135,6 +135,7 @@ vocabulary! {
     TextView, "text view" {
         Sanitized = "sanitized": "the diagnostic-tier redacted excerpt (at most 4096 bytes)",
         Raw = "raw": "the unredacted text, for rules that need exact paths or package specs",
+        Body = "body": "the string values at a JSON Pointer of the error body (`on body \"/error/message\"`)",
     }
 }
 
@@ -147,7 +148,8 @@ vocabulary! {
         RetryAfter = "retry_after": "the `retry-after` header: delta-seconds or an HTTP-date",
         RetryAfterMs = "retry_after_ms": "the `retry-after-ms` (or `x-ms-retry-after-ms`) header: milliseconds",
         RatelimitReset = "ratelimit_reset": "the rate-limit reset headers: Go durations (`x-ratelimit-reset-tokens: 6m0s`) or RFC 3339 instants (`anthropic-ratelimit-tokens-reset`)",
-        BodyReset = "body_reset": "the error body: Google `RetryInfo.retryDelay`, `resets_at` (RFC 3339 or epoch seconds), `resets_in_seconds`, `retry_after_seconds`",
+        BodyReset = "body_reset": "the error body: Google `RetryInfo.retryDelay`, `resets_at` (RFC 3339 or epoch seconds), `resets_in_seconds`, `retry_after_seconds`, or a pointer the rule names",
+        TryAgainIn = "try_again_in": "`Please try again in 2.746s`, `retry in 37.6s`, `retry after 20 seconds`, `try again in 1 hour 23 minutes`: a delay, Go-style or in words",
     }
 }
 

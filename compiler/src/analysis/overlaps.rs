@@ -48,11 +48,12 @@ impl Analyzer<'_> {
                 let (Some(text_a), Some(text_b)) = (self.text(a), self.text(b)) else {
                     continue;
                 };
-                'patterns: for (view_a, inner, inner_words) in &text_a.patterns {
-                    for (view_b, outer, outer_words) in &text_b.patterns {
+                'patterns: for (view_a, pointer_a, inner, inner_words) in &text_a.patterns {
+                    for (view_b, pointer_b, outer, outer_words) in &text_b.patterns {
                         // A pre-filter: a match of `inner` can lie inside a match of `outer`
                         // only if one of its required words fits inside one of `outer`'s.
                         if view_a != view_b
+                            || pointer_a != pointer_b
                             || !words_may_nest(inner_words.as_deref(), outer_words.as_deref())
                         {
                             continue;
@@ -66,6 +67,7 @@ impl Analyzer<'_> {
                                 pattern,
                                 polarity: Polarity::Must,
                                 view: *view_a,
+                                pointer: pointer_a.clone(),
                             }),
                             _ => None,
                         };
@@ -80,7 +82,7 @@ impl Analyzer<'_> {
                             let span = found
                                 .first()
                                 .and_then(|w| w.first())
-                                .map(|(_, text)| text.clone())
+                                .map(|(_, _, text)| text.clone())
                                 .unwrap_or_default();
                             let verified = crate::pattern::regex(
                                 &format!(r"\A(?:{outer})\z"),
@@ -129,7 +131,7 @@ impl Analyzer<'_> {
             let Some(text) = self.text(b) else {
                 continue;
             };
-            for (view, _, words) in &text.patterns {
+            for (view, _, _, words) in &text.patterns {
                 with_view.entry(*view).or_default().push(b);
                 match words {
                     None => unconstrained.entry(*view).or_default().push(b),
@@ -152,7 +154,7 @@ impl Analyzer<'_> {
             let Some(text) = self.text(a) else {
                 continue;
             };
-            for (view, _, words) in &text.patterns {
+            for (view, _, _, words) in &text.patterns {
                 match words {
                     None => {
                         pairs.extend(with_view.get(view).into_iter().flatten().map(|&b| (a, b)))

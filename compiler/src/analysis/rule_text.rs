@@ -8,6 +8,10 @@ use crate::ir::{MatcherKind, RemediationSpec, RuleDef, TextMatcher};
 
 use super::search::{Component, ComponentBudget, Polarity, component_automaton};
 
+/// A regex matcher's pattern, for the overlap analysis: its view, the body pointer of a body
+/// view, the pattern and its required words.
+pub(super) type MatcherPattern = (TextView, Option<String>, String, Option<Vec<String>>);
+
 /// A rule's firing condition over text.
 #[derive(Debug, Default)]
 pub(super) struct RuleText {
@@ -15,8 +19,8 @@ pub(super) struct RuleText {
     pub(super) components: Vec<Component>,
     /// Whether the components represent the rule exactly.
     pub(super) exact: bool,
-    /// Patterns of its regex matchers (for overlap), as (view, pattern, required words).
-    pub(super) patterns: Vec<(TextView, String, Option<Vec<String>>)>,
+    /// Patterns of its regex matchers (for overlap).
+    pub(super) patterns: Vec<MatcherPattern>,
     /// A capture pattern whose group must equal an evidence field, for filling witnesses.
     pub(super) group_fill: Option<(String, u32, EvidenceField)>,
 }
@@ -77,7 +81,10 @@ pub(super) fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &ComponentBudget) -
         exact: true,
         ..RuleText::default()
     };
-    let component = |pattern: String, polarity: Polarity, view: TextView, text: &mut RuleText| {
+    let component = |pattern: String,
+                     polarity: Polarity,
+                     (view, pointer): (TextView, Option<String>),
+                     text: &mut RuleText| {
         match component_automaton(db, &pattern, budget) {
             // A widened automaton over-approximates: sound for a positive matcher only.
             Ok((_, approximate)) if !(approximate && polarity == Polarity::MustNot) => {
@@ -86,6 +93,7 @@ pub(super) fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &ComponentBudget) -
                     pattern,
                     polarity,
                     view,
+                    pointer,
                 });
             }
             _ => text.exact = false,
@@ -106,20 +114,27 @@ pub(super) fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &ComponentBudget) -
             let words =
                 crate::db::required_words(db, crate::db::PatternText::new(db, lowered.clone()))
                     .clone();
-            text.patterns.push((matcher.view, lowered.clone(), words));
+            text.patterns.push((
+                matcher.view,
+                matcher.pointer.clone(),
+                lowered.clone(),
+                words,
+            ));
         }
-        component(pattern, Polarity::Must, matcher.view, &mut text);
+        let place = (matcher.view, matcher.pointer.clone());
+        component(pattern, Polarity::Must, place, &mut text);
     }
     for veto in &rule.vetoes {
         let (pattern, exact) = matcher_pattern(veto);
         if exact {
-            component(pattern, Polarity::MustNot, veto.view, &mut text);
+            let place = (veto.view, veto.pointer.clone());
+            component(pattern, Polarity::MustNot, place, &mut text);
         } else {
             text.exact = false;
         }
     }
     if let Some(RemediationSpec::Capture { lowered, view, .. }) = &rule.remediation {
-        component(lowered.clone(), Polarity::Must, *view, &mut text);
+        component(lowered.clone(), Polarity::Must, (*view, None), &mut text);
     }
     text
 }

@@ -105,7 +105,13 @@ pub(super) struct Component {
     pub(super) pattern: String,
     pub(super) polarity: Polarity,
     pub(super) view: TextView,
+    /// The JSON Pointer whose values it reads, for [`TextView::Body`].
+    pub(super) pointer: Option<String>,
 }
+
+/// One text of a witness: where it goes (a view of the evidence text, or the body at a
+/// pointer) and the text.
+pub(super) type WitnessText = (TextView, Option<String>, String);
 
 pub(super) fn component_automaton(
     db: &dyn Db,
@@ -118,7 +124,7 @@ pub(super) fn component_automaton(
 /// The outcome of a product search.
 pub(super) enum Search {
     /// The witness texts, per view, shortest first.
-    Witnesses(Vec<Vec<(TextView, String)>>),
+    Witnesses(Vec<Vec<WitnessText>>),
     /// No text satisfies the query.
     Empty,
     /// The budget ran out first.
@@ -354,17 +360,126 @@ impl Analyzer<'_> {
             ViewSearch::Witnesses(found) => Search::Witnesses(
                 found
                     .iter()
-                    .map(|w| vec![(TextView::Sanitized, w.clone())])
+                    .map(|w| vec![(TextView::Sanitized, None, w.clone())])
                     .collect(),
             ),
         }
+    }
+
+    /// Searches for witnesses of a query: texts for the evidence text's views
+    /// ([`Analyzer::search_text`]) and, independently, for each body pointer read
+    /// ([`Analyzer::search_pointer`]): the values at two pointers are different texts, so two
+    /// rules on different pointers may co-fire. Pointers that overlap (`/a/0/m` and `/a/*/m`)
+    /// are searched as independent too, which over-approximates: an empty result is still a
+    /// proof, and any witness goes to verification.
+    pub(super) fn search(&self, components: &[&Component], wanted: usize) -> Search {
+        let text: Vec<&Component> = components
+            .iter()
+            .copied()
+            .filter(|c| c.view != TextView::Body)
+            .collect();
+        let mut pointers: Vec<(&str, Vec<&Component>)> = Vec::new();
+        for component in components.iter().copied() {
+            let (TextView::Body, Some(pointer)) = (component.view, &component.pointer) else {
+                continue;
+            };
+            match pointers.iter_mut().find(|(p, _)| p == pointer) {
+                Some((_, group)) => group.push(component),
+                None => pointers.push((pointer, vec![component])),
+            }
+        }
+        let mut parts: Vec<Vec<Vec<WitnessText>>> = Vec::new();
+        if !text.is_empty() || pointers.is_empty() {
+            match self.search_text(&text, wanted) {
+                Search::Witnesses(found) => parts.push(found),
+                other => return other,
+            }
+        }
+        for (pointer, group) in pointers {
+            match self.search_pointer(pointer, &group, wanted) {
+                Search::Witnesses(found) => parts.push(found),
+                other => return other,
+            }
+        }
+        let count = parts.iter().map(Vec::len).max().unwrap_or(0);
+        Search::Witnesses(
+            (0..count)
+                .map(|i| {
+                    parts
+                        .iter()
+                        .filter_map(|found| found.get(i).or_else(|| found.last()))
+                        .flatten()
+                        .cloned()
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
+    /// Searches the values at one body pointer. Without `*` the pointer holds one value, which
+    /// must satisfy every component. With `*`, a matcher holds when some element matches and a
+    /// veto when some element does: so each matcher needs an element of its own that no veto
+    /// matches, and the query is searched that way when one element cannot serve them all.
+    fn search_pointer(&self, pointer: &str, components: &[&Component], wanted: usize) -> Search {
+        let at_pointer = |found: Vec<Vec<WitnessText>>| -> Vec<Vec<WitnessText>> {
+            found
+                .into_iter()
+                .map(|texts| {
+                    texts
+                        .into_iter()
+                        .map(|(_, _, text)| (TextView::Body, Some(pointer.to_owned()), text))
+                        .collect()
+                })
+                .collect()
+        };
+        let starred = pointer.split('/').any(|segment| segment == "*");
+        let together = self.search_view(components, wanted);
+        let musts: Vec<&Component> = components
+            .iter()
+            .copied()
+            .filter(|c| c.polarity == Polarity::Must)
+            .collect();
+        if !starred || musts.len() < 2 || !matches!(together, Search::Empty) {
+            return match together {
+                Search::Witnesses(found) => Search::Witnesses(at_pointer(found)),
+                other => other,
+            };
+        }
+        let vetoes: Vec<&Component> = components
+            .iter()
+            .copied()
+            .filter(|c| c.polarity == Polarity::MustNot)
+            .collect();
+        let mut elements: Vec<Vec<Vec<WitnessText>>> = Vec::new();
+        for must in musts {
+            let query: Vec<&Component> = std::iter::once(must)
+                .chain(vetoes.iter().copied())
+                .collect();
+            match self.search_view(&query, wanted) {
+                Search::Witnesses(found) => elements.push(at_pointer(found)),
+                other => return other,
+            }
+        }
+        let count = elements.iter().map(Vec::len).max().unwrap_or(0);
+        Search::Witnesses(
+            (0..count)
+                .map(|i| {
+                    elements
+                        .iter()
+                        .filter_map(|found| found.get(i).or_else(|| found.last()))
+                        .flatten()
+                        .cloned()
+                        .collect()
+                })
+                .collect(),
+        )
     }
 
     /// Searches for one text that every view shows unchanged (so that the witness is the
     /// evidence's text as it is). When the components read both views and no such text exists,
     /// the views are searched as independent texts, which over-approximates: an empty result is
     /// then still a proof, and any witness goes to verification.
-    pub(super) fn search(&self, components: &[&Component], wanted: usize) -> Search {
+    fn search_text(&self, components: &[&Component], wanted: usize) -> Search {
         let one_view = components
             .iter()
             .all(|c| components.first().is_some_and(|first| first.view == c.view));
@@ -390,7 +505,7 @@ impl Analyzer<'_> {
                         view,
                         found
                             .into_iter()
-                            .filter_map(|w| w.into_iter().next().map(|(_, text)| text))
+                            .filter_map(|w| w.into_iter().next().map(|(_, _, text)| text))
                             .collect(),
                     ));
                 }
@@ -412,7 +527,7 @@ impl Analyzer<'_> {
                         found
                             .get(i)
                             .or_else(|| found.last())
-                            .map(|text| (*view, text.clone()))
+                            .map(|text| (*view, None, text.clone()))
                     })
                     .collect()
             })

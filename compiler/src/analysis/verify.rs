@@ -12,13 +12,14 @@ use faultline_runtime::{Body, Evidence, EvidenceField, Headers, Phase, TextView}
 use crate::ir::{Catalogue, Example, Guards, RuleIndex};
 use crate::priority::Priority;
 
-use super::search::{Component, Search};
+use super::search::{Component, Search, WitnessText};
 use super::{Analyzer, Compiled, Scope, describe};
 
 impl Analyzer<'_> {
-    /// Evidence for a witness: the texts joined into stderr, and the structured fields chosen
-    /// to satisfy every rule's guards.
-    pub(super) fn evidence(&self, rules: &[RuleIndex], texts: &[(TextView, String)]) -> Evidence {
+    /// Evidence for a witness: the texts of the evidence text's views joined into stderr, those
+    /// of body pointers set in the body (each further text of one pointer with `*` as a new
+    /// element), and the structured fields chosen to satisfy every rule's guards.
+    pub(super) fn evidence(&self, rules: &[RuleIndex], texts: &[WitnessText]) -> Evidence {
         let mut evidence = Evidence::default();
         let guards: Vec<&Guards> = rules
             .iter()
@@ -50,7 +51,14 @@ impl Analyzer<'_> {
         let wants_body = guards
             .iter()
             .any(|g| g.present.contains(&EvidenceField::Body));
-        if !body.is_empty() || wants_body {
+        let body_texts: Vec<(&str, &str)> = texts
+            .iter()
+            .filter_map(|(view, pointer, text)| match (view, pointer) {
+                (TextView::Body, Some(pointer)) => Some((pointer.as_str(), text.as_str())),
+                _ => None,
+            })
+            .collect();
+        if !body.is_empty() || wants_body || !body_texts.is_empty() {
             let mut root = serde_json::Value::Object(serde_json::Map::new());
             for (pointer, value) in keyed_witness(&body) {
                 set_pointer(&mut root, &pointer, value, false);
@@ -65,6 +73,12 @@ impl Analyzer<'_> {
                     set_pointer(&mut root, &guard.key, first.clone(), true);
                 }
             }
+            let mut written: Vec<&str> = Vec::new();
+            for (pointer, text) in &body_texts {
+                let again = written.contains(pointer);
+                set_pointer(&mut root, pointer, (*text).to_owned(), again);
+                written.push(pointer);
+            }
             evidence.body = Some(Body::from_text(&root.to_string()));
         }
         if guards
@@ -74,7 +88,11 @@ impl Analyzer<'_> {
         {
             evidence.headers = Some(Headers::from_block("x-request-id: witness"));
         }
-        let text: Vec<&str> = texts.iter().map(|(_, text)| text.as_str()).collect();
+        let text: Vec<&str> = texts
+            .iter()
+            .filter(|(view, _, _)| *view != TextView::Body)
+            .map(|(_, _, text)| text.as_str())
+            .collect();
         evidence.stderr = Some(text.join("\n")).filter(|t| !t.is_empty());
         for field in guards.iter().flat_map(|g| g.present.iter()) {
             match field {

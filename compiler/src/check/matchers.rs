@@ -6,22 +6,110 @@ use std::sync::Arc;
 
 use faultline_dsl::ast::{self, StringLit};
 use faultline_dsl::{Code, Diagnostic, SourceFile};
-use faultline_runtime::{EvidenceField, TextView};
+use faultline_runtime::{EvidenceField, TextView, TimingExtractor};
 
 use super::{Checker, MAX_EXCERPT_BYTES};
 use crate::ir::*;
 use crate::pattern::{self, PatternProblem};
 
 impl Checker<'_> {
+    /// The view a matcher reads, with the JSON Pointer of a `body` view; `text_only` refuses
+    /// the body (a remediation capture reads the evidence text).
     pub(super) fn view(
         &mut self,
         file: &Arc<SourceFile>,
-        view: Option<&ast::Name>,
-    ) -> Option<TextView> {
-        match view {
-            Some(name) => self.vocab::<TextView>(file, name),
-            None => Some(TextView::Sanitized),
+        view: Option<&ast::View>,
+        text_only: bool,
+    ) -> Option<(TextView, Option<String>)> {
+        let Some(view) = view else {
+            return Some((TextView::Sanitized, None));
+        };
+        let name = self.vocab::<TextView>(file, &view.name)?;
+        match (name, &view.pointer) {
+            (TextView::Body, _) if text_only => {
+                self.push(
+                    Diagnostic::new(Code::MisplacedPointer, "a remediation capture reads the evidence text, not the body")
+                        .primary(file, view.name.span, "the body is not read here")
+                        .help("capture from `on sanitized` or `on raw`; a rule can still require the body's text with `match … on body \"/error/message\"`"),
+                );
+                None
+            }
+            (TextView::Body, None) => {
+                self.push(
+                    Diagnostic::new(Code::MisplacedPointer, "`on body` needs a JSON Pointer")
+                        .primary(file, view.name.span, "no JSON Pointer after it")
+                        .help("name the value to read: `on body \"/error/message\"` (with `*` over array elements: `\"/error/details/*/reason\"`)"),
+                );
+                None
+            }
+            (TextView::Body, Some(pointer)) => {
+                if faultline_runtime::parse_pointer(&pointer.value).is_none() {
+                    self.push(
+                        Diagnostic::new(
+                            Code::MalformedPointer,
+                            format!("`{}` is not a JSON Pointer", pointer.value),
+                        )
+                        .primary(file, pointer.span, "malformed pointer")
+                        .help("a pointer starts with `/`, and a `~` is written `~0` and a `/` inside a key `~1`: `\"/error/message\"`"),
+                    );
+                    return None;
+                }
+                Some((TextView::Body, Some(pointer.value.clone())))
+            }
+            (_, Some(pointer)) => {
+                self.push(
+                    Diagnostic::new(
+                        Code::MisplacedPointer,
+                        format!("the `{name}` view takes no JSON Pointer"),
+                    )
+                    .primary(file, pointer.span, "a pointer of a view that has none")
+                    .help(format!("`{name}` is the evidence text; write `on {name}` without it, or `on body \"…\"` to read the error body")),
+                );
+                None
+            }
+            (name, None) => Some((name, None)),
         }
+    }
+
+    /// The JSON Pointers a `timing` list names: only `body_reset` reads one (FL0043), and it
+    /// must be well-formed (FL0039).
+    pub(super) fn timing_pointers(
+        &mut self,
+        file: &Arc<SourceFile>,
+        list: &ast::TimingList,
+    ) -> Option<Vec<String>> {
+        let mut pointers = Vec::new();
+        let mut ok = true;
+        for item in &list.items {
+            let Some(pointer) = &item.pointer else {
+                continue;
+            };
+            let name = match &item.extractor {
+                ast::Value::Ident(name) => name.value.as_str(),
+                _ => "",
+            };
+            if name != TimingExtractor::BodyReset.as_str() {
+                ok = false;
+                self.push(
+                    Diagnostic::new(Code::MisplacedPointer, format!("`{name}` reads no JSON Pointer"))
+                        .primary(file, pointer.span, "a pointer of an extractor that reads none")
+                        .help("only `body_reset` reads the error body at a pointer the rule names: `timing [body_reset \"/error/resets_at\"]`"),
+                );
+            } else if faultline_runtime::parse_pointer(&pointer.value).is_none() {
+                ok = false;
+                self.push(
+                    Diagnostic::new(
+                        Code::MalformedPointer,
+                        format!("`{}` is not a JSON Pointer", pointer.value),
+                    )
+                    .primary(file, pointer.span, "malformed pointer")
+                    .help("a pointer starts with `/`, and a `~` is written `~0` and a `/` inside a key `~1`: `\"/error/resets_at\"`"),
+                );
+            } else {
+                pointers.push(pointer.value.clone());
+            }
+        }
+        ok.then_some(pointers)
     }
 
     /// Refuses a pattern or literal longer than the pattern budget.
@@ -136,7 +224,7 @@ impl Checker<'_> {
         file: &Arc<SourceFile>,
         matcher: &ast::Matcher,
     ) -> Option<TextMatcher> {
-        let view = self.view(file, matcher.view.as_ref());
+        let view = self.view(file, matcher.view.as_ref(), false);
         let span = match &matcher.kind {
             ast::MatcherKind::Regex { pattern, .. } => pattern.span,
             ast::MatcherKind::Prefix { literal, .. }
@@ -225,8 +313,10 @@ impl Checker<'_> {
                 ignore_case: ignore_case.is_some(),
             },
         };
+        let (view, pointer) = view?;
         Some(TextMatcher {
-            view: view?,
+            view,
+            pointer,
             kind,
             span,
         })
@@ -273,7 +363,7 @@ impl Checker<'_> {
                 group,
                 view,
             } => {
-                let view = self.view(file, view.as_ref());
+                let view = self.view(file, view.as_ref(), true);
                 let lowered = self.pattern(file, pattern)?;
                 let group_number =
                     self.int_in(file, group, 0..=i64::from(u32::MAX), "capture group")?;
@@ -290,7 +380,7 @@ impl Checker<'_> {
                 Some(RemediationSpec::Capture {
                     lowered: lowered.lowered,
                     group: group_number,
-                    view: view?,
+                    view: view?.0,
                     span: pattern.span,
                 })
             }

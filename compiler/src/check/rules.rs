@@ -179,13 +179,14 @@ impl Checker<'_> {
             }
             _ => None,
         };
-        let timing = match self.single(file, block, "timing").map(|c| &c.kind) {
+        let (timing, body_reset_at) = match self.single(file, block, "timing").map(|c| &c.kind) {
             Some(ClauseKind::Timing(list)) => {
-                let timing = self.vocab_list::<TimingExtractor>(file, list);
-                ok &= timing.is_some();
-                timing.unwrap_or_default()
+                let timing = self.vocab_list::<TimingExtractor>(file, &list.names());
+                let pointers = self.timing_pointers(file, list);
+                ok &= timing.is_some() && pointers.is_some();
+                (timing.unwrap_or_default(), pointers.unwrap_or_default())
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
         let excerpt = match self.single(file, block, "excerpt").map(|c| &c.kind) {
             Some(ClauseKind::Excerpt(text)) => {
@@ -274,6 +275,7 @@ impl Checker<'_> {
             matchers,
             vetoes,
             timing,
+            body_reset_at,
             remediation,
             excerpt,
             examples,

@@ -89,7 +89,12 @@ fn dfa_pattern(matcher: &TextMatcher) -> Option<String> {
 /// The prefilter requirement of a rule: the strongest of its positive matchers'.
 fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Requirement> {
     let mut best: Option<literals::Requirement> = None;
-    for matcher in &rule.matchers {
+    // The prefilter scans the evidence text: a matcher on the body cannot gate the rule.
+    for matcher in rule
+        .matchers
+        .iter()
+        .filter(|matcher| matcher.view != TextView::Body)
+    {
         let requirement = match &matcher.kind {
             MatcherKind::Regex { lowered, .. } => {
                 crate::db::required_words(db, crate::db::PatternText::new(db, lowered.clone()))
@@ -433,6 +438,7 @@ fn lower_included(
         };
         MatcherEntry {
             view: matcher.view,
+            pointer: matcher.pointer.clone(),
             kind,
         }
     };
@@ -472,6 +478,7 @@ fn lower_included(
             matchers: rule.matchers.iter().map(&matcher_entry).collect(),
             vetoes: rule.vetoes.iter().map(&matcher_entry).collect(),
             timing: rule.timing.clone(),
+            body_reset_at: rule.body_reset_at.clone(),
             excerpt: rule.excerpt.clone(),
             remediation: rule
                 .remediation
@@ -565,6 +572,7 @@ fn stand_in_catch_all(catalogue: &Catalogue) -> RuleEntry {
         matchers: Vec::new(),
         vetoes: Vec::new(),
         timing: Vec::new(),
+        body_reset_at: Vec::new(),
         excerpt: None,
         remediation: None,
         gated: false,

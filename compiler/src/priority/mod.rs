@@ -598,6 +598,7 @@ mod tests {
                 matchers: Vec::new(),
                 vetoes: Vec::new(),
                 timing: Vec::new(),
+                body_reset_at: Vec::new(),
                 remediation: None,
                 excerpt: None,
                 examples: Vec::new(),

@@ -300,30 +300,51 @@ impl Engine {
             // Unreachable for a loaded bundle: the catch-all's answer, checked at load, stands in.
             let mut fallback = self.catch_all.clone();
             fallback.catalogue_version = catalogue_version.to_owned();
-            fallback.excerpt = self.excerpt(model, None, texts);
+            fallback.excerpt = self.excerpt(model, None, evidence, texts);
             return (fallback, None);
         };
         // A rule with a fixed excerpt reports it instead of the evidence text.
         let excerpt = match &rule.excerpt {
             Some(fixed) => fixed.clone(),
-            None => self.excerpt(model, Some(rule), texts),
+            None => self.excerpt(model, Some((position, rule)), evidence, texts),
         };
         let classification = answer(rule, code, remediation, excerpt, catalogue_version);
         (classification, Some(position))
     }
 
-    /// The excerpt of a classification won by `rule` (or by none): the sanitized view, moved
-    /// out when it fits; else the window of it that shows the rule's match ([`text::excerpt`]).
+    /// The excerpt of a classification won by `winner` (its position and rule; or by none): the
+    /// body value its first matcher matched when that matcher reads the body, redacted;
+    /// otherwise the sanitized view, moved out when it fits, else the window of it that shows
+    /// the rule's match ([`text::excerpt`]).
     fn excerpt(
         &self,
         model: &CatalogueModel,
-        rule: Option<&RuleEntry>,
+        winner: Option<(usize, &RuleEntry)>,
+        evidence: &Evidence,
         texts: TextViews<'_>,
     ) -> String {
+        // A rule whose first matcher reads the body shows the body value it matched, through
+        // the same diagnostic-tier redaction as the text.
+        if let Some((index, rule)) = winner
+            && let Some(matcher) = rule.matchers.first()
+            && matcher.view == TextView::Body
+        {
+            let literal = self
+                .rule_regexes
+                .get(index)
+                .and_then(|r| r.literal.first())
+                .and_then(Option::as_ref);
+            let matched = body_values(matcher, evidence)
+                .into_iter()
+                .find(|value| self.holds_on(matcher, literal, evidence, value, None));
+            if let Some(value) = matched {
+                return sanitize::diagnostic(&value);
+            }
+        }
         if texts.sanitized().len() <= sanitize::MAX_EXCERPT_BYTES {
             return texts.into_sanitized();
         }
-        let at = rule.and_then(|rule| self.locate(model, rule, &texts));
+        let at = winner.and_then(|(_, rule)| self.locate(model, rule, &texts));
         text::excerpt(texts.sanitized(), at).to_owned()
     }
 
@@ -352,10 +373,11 @@ impl Engine {
             .get_or_init(|| Regex::new(&source.pattern).ok())
             .as_ref()?;
         let found = regex.find_iter(texts.get(matcher.view)).last()?;
-        Some(match matcher.view {
-            TextView::Sanitized => found.start(),
-            TextView::Raw => texts.sanitized_offset(found.start()),
-        })
+        match matcher.view {
+            TextView::Sanitized => Some(found.start()),
+            TextView::Raw => Some(texts.sanitized_offset(found.start())),
+            TextView::Body => None,
+        }
     }
 
     /// Evaluates one rule; `admitted` says whether the prefilter admits it (only read for a
@@ -422,7 +444,31 @@ impl Engine {
         texts: &TextViews<'_>,
         matched: &[Vec<OnceCell<PatternSet>>],
     ) -> bool {
-        let text = texts.get(matcher.view);
+        if matcher.view == TextView::Body {
+            // Any value at the pointer will do (with `*`, any element's).
+            return body_values(matcher, evidence)
+                .iter()
+                .any(|value| self.holds_on(matcher, literal, evidence, value, None));
+        }
+        self.holds_on(
+            matcher,
+            literal,
+            evidence,
+            texts.get(matcher.view),
+            Some(matched),
+        )
+    }
+
+    /// Whether a matcher holds on one text; `matched` caches the scans of the evidence text's
+    /// views (a body value is scanned on its own).
+    fn holds_on(
+        &self,
+        matcher: &MatcherEntry,
+        literal: Option<&Regex>,
+        evidence: &Evidence,
+        text: &str,
+        matched: Option<&[Vec<OnceCell<PatternSet>>]>,
+    ) -> bool {
         match &matcher.kind {
             MatcherKindEntry::Pattern {
                 pattern,
@@ -440,13 +486,17 @@ impl Engine {
                 };
                 // Each DFA is scanned at most once per classification, and only when a rule
                 // that needs one of its patterns is reached.
-                let set = matched
-                    .get(view_index)
-                    .and_then(|cells| cells.get(*dfa))
-                    .map(|cell| cell.get_or_init(|| self.scan(view.dfas.get(*dfa).copied(), text)));
-                let hit = set.is_some_and(|set| {
+                let scan = || self.scan(view.dfas.get(*dfa).copied(), text);
+                let in_set = |set: &PatternSet| {
                     regex_automata::PatternID::new(*dfa_pattern).is_ok_and(|id| set.contains(id))
-                });
+                };
+                let hit = match matched {
+                    Some(matched) => matched
+                        .get(view_index)
+                        .and_then(|cells| cells.get(*dfa))
+                        .is_some_and(|cell| in_set(cell.get_or_init(scan))),
+                    None => in_set(&scan()),
+                };
                 if !hit || exact.as_ref().is_some_and(|regex| !regex.is_match(text)) {
                     return false;
                 }
@@ -517,6 +567,15 @@ impl Engine {
         // pattern counts as matched and lower-priority rules decide.
         let _ = dfa.try_which_overlapping_matches(&Input::new(text), &mut set);
         set
+    }
+}
+
+/// The values a matcher on the error body reads: those at its pointer in the evidence's own
+/// body (never one lifted from its text, as for body guards).
+fn body_values(matcher: &MatcherEntry, evidence: &Evidence) -> Vec<String> {
+    match (&matcher.pointer, &evidence.body) {
+        (Some(pointer), Some(body)) => body.select(pointer),
+        _ => Vec::new(),
     }
 }
 

@@ -79,6 +79,8 @@ impl Bundle {
                 .map(CatalogueModel::from),
             4 => postcard::from_bytes::<model::CatalogueModelV4>(model_bytes)
                 .map(CatalogueModel::from),
+            5 => postcard::from_bytes::<model::CatalogueModelV5>(model_bytes)
+                .map(CatalogueModel::from),
             _ => postcard::from_bytes(model_bytes),
         }
         .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
@@ -275,10 +277,8 @@ impl Bundle {
         now: SystemTime,
         steps: Option<&mut Vec<crate::timing::HintStep>>,
     ) {
-        let extractors = winner
-            .and_then(|position| self.model.rules.get(position))
-            .map(|rule| rule.timing.as_slice())
-            .unwrap_or_default();
+        let rule = winner.and_then(|position| self.model.rules.get(position));
+        let extractors = rule.map(|rule| rule.timing.as_slice()).unwrap_or_default();
         if evidence.reset_hint.is_none() && extractors.is_empty() {
             return;
         }
@@ -293,6 +293,9 @@ impl Bundle {
         let fields = crate::timing::Fields {
             headers: evidence.headers.as_ref(),
             body: evidence.body.as_ref().or(lifted.as_ref()),
+            body_reset_at: rule
+                .map(|rule| rule.body_reset_at.as_slice())
+                .unwrap_or_default(),
         };
         let hint = crate::timing::resolve(
             evidence.reset_hint.as_deref(),

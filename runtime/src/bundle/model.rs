@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::policy::RecoveryPolicy;
+
 use crate::structured::{Body, Headers};
 use crate::vocab::{
     Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor,
@@ -24,9 +25,35 @@ pub struct CatalogueModel {
     pub views: Vec<ViewEntry>,
     /// Prefilter: literals (ASCII-lowercase) of which a gated rule needs at least one.
     pub literals: Vec<LiteralEntry>,
-    /// The catalogue's recovery policy (format 5); `None` when the catalogue has no `policy`
+    /// The catalogue's recovery policy (format 6); `None` when the catalogue has no `policy`
     /// block, and in bundles of older formats: the loader gives those the reference's defaults.
     pub policy: Option<RecoveryPolicy>,
+}
+
+/// The catalogue model of format 5, which carried no recovery policy: read and converted (the
+/// loader gives it the reference's defaults).
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogueModelV5 {
+    redaction_version: String,
+    tiers: Vec<String>,
+    codes: Vec<CodeEntry>,
+    rules: Vec<RuleEntry>,
+    views: Vec<ViewEntry>,
+    literals: Vec<LiteralEntry>,
+}
+
+impl From<CatalogueModelV5> for CatalogueModel {
+    fn from(old: CatalogueModelV5) -> CatalogueModel {
+        CatalogueModel {
+            redaction_version: old.redaction_version,
+            tiers: old.tiers,
+            codes: old.codes,
+            rules: old.rules,
+            views: old.views,
+            literals: old.literals,
+            policy: None,
+        }
+    }
 }
 
 /// A declared code.
@@ -71,6 +98,9 @@ pub struct RuleEntry {
     pub vetoes: Vec<MatcherEntry>,
     /// Timing extractors.
     pub timing: Vec<TimingExtractor>,
+    /// The JSON Pointers the rule names for `body_reset` (`body_reset "/error/resets_at"`), read
+    /// in order before its usual places.
+    pub body_reset_at: Vec<String>,
     /// A fixed, redaction-clean excerpt reported instead of the evidence text.
     pub excerpt: Option<String>,
     /// Remediation.
@@ -149,6 +179,9 @@ impl KeyedGuardEntry {
 pub struct MatcherEntry {
     /// The view it reads.
     pub view: TextView,
+    /// The JSON Pointer of the body whose values it reads, for [`TextView::Body`] (and only
+    /// for it).
+    pub pointer: Option<String>,
     /// What it tests.
     pub kind: MatcherKindEntry,
 }
@@ -245,8 +278,93 @@ pub struct LiteralEntry {
     pub rules: Vec<u32>,
 }
 
-/// The catalogue model of format 3, whose rules had no guards on headers or the body: read
-/// and converted, so that a stored format-3 bundle keeps classifying as it was built to.
+/// The catalogue model of format 4, whose text matchers read only the evidence text (no
+/// [`TextView::Body`] pointer): read and converted, so that a stored format-4 bundle keeps
+/// classifying as it was built to.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogueModelV4 {
+    redaction_version: String,
+    tiers: Vec<String>,
+    codes: Vec<CodeEntry>,
+    rules: Vec<RuleEntryV4>,
+    views: Vec<ViewEntry>,
+    literals: Vec<LiteralEntry>,
+}
+
+/// A format-4 rule: [`RuleEntry`] with [`MatcherEntryV4`] matchers and no `body_reset_at`.
+#[derive(Debug, Deserialize)]
+struct RuleEntryV4 {
+    id: String,
+    doc: String,
+    code: u32,
+    confidence: Confidence,
+    scope: Scope,
+    tier: u32,
+    guards: GuardsEntry,
+    matchers: Vec<MatcherEntryV4>,
+    vetoes: Vec<MatcherEntryV4>,
+    timing: Vec<TimingExtractor>,
+    excerpt: Option<String>,
+    remediation: Option<RemediationEntry>,
+    gated: bool,
+    verified_examples: u32,
+}
+
+/// A format-4 matcher: [`MatcherEntry`] without a pointer.
+#[derive(Debug, Deserialize)]
+struct MatcherEntryV4 {
+    view: TextView,
+    kind: MatcherKindEntry,
+}
+
+impl From<MatcherEntryV4> for MatcherEntry {
+    fn from(old: MatcherEntryV4) -> MatcherEntry {
+        MatcherEntry {
+            view: old.view,
+            pointer: None,
+            kind: old.kind,
+        }
+    }
+}
+
+impl From<RuleEntryV4> for RuleEntry {
+    fn from(rule: RuleEntryV4) -> RuleEntry {
+        RuleEntry {
+            id: rule.id,
+            doc: rule.doc,
+            code: rule.code,
+            confidence: rule.confidence,
+            scope: rule.scope,
+            tier: rule.tier,
+            guards: rule.guards,
+            matchers: rule.matchers.into_iter().map(MatcherEntry::from).collect(),
+            vetoes: rule.vetoes.into_iter().map(MatcherEntry::from).collect(),
+            timing: rule.timing,
+            body_reset_at: Vec::new(),
+            excerpt: rule.excerpt,
+            remediation: rule.remediation,
+            gated: rule.gated,
+            verified_examples: rule.verified_examples,
+        }
+    }
+}
+
+impl From<CatalogueModelV4> for CatalogueModel {
+    fn from(old: CatalogueModelV4) -> CatalogueModel {
+        CatalogueModel {
+            redaction_version: old.redaction_version,
+            tiers: old.tiers,
+            codes: old.codes,
+            rules: old.rules.into_iter().map(RuleEntry::from).collect(),
+            views: old.views,
+            literals: old.literals,
+            policy: None,
+        }
+    }
+}
+
+/// The catalogue model of format 3, whose rules had no guards on headers or the body either:
+/// read and converted like format 4.
 #[derive(Debug, Deserialize)]
 pub(crate) struct CatalogueModelV3 {
     redaction_version: String,
@@ -257,7 +375,7 @@ pub(crate) struct CatalogueModelV3 {
     literals: Vec<LiteralEntry>,
 }
 
-/// A format-3 rule: [`RuleEntry`] with [`GuardsEntryV3`].
+/// A format-3 rule: [`RuleEntryV4`] with [`GuardsEntryV3`].
 #[derive(Debug, Deserialize)]
 struct RuleEntryV3 {
     id: String,
@@ -267,8 +385,8 @@ struct RuleEntryV3 {
     scope: Scope,
     tier: u32,
     guards: GuardsEntryV3,
-    matchers: Vec<MatcherEntry>,
-    vetoes: Vec<MatcherEntry>,
+    matchers: Vec<MatcherEntryV4>,
+    vetoes: Vec<MatcherEntryV4>,
     timing: Vec<TimingExtractor>,
     excerpt: Option<String>,
     remediation: Option<RemediationEntry>,
@@ -289,14 +407,14 @@ struct GuardsEntryV3 {
 
 impl From<CatalogueModelV3> for CatalogueModel {
     fn from(old: CatalogueModelV3) -> CatalogueModel {
-        CatalogueModel {
+        CatalogueModel::from(CatalogueModelV4 {
             redaction_version: old.redaction_version,
             tiers: old.tiers,
             codes: old.codes,
             rules: old
                 .rules
                 .into_iter()
-                .map(|rule| RuleEntry {
+                .map(|rule| RuleEntryV4 {
                     id: rule.id,
                     doc: rule.doc,
                     code: rule.code,
@@ -324,33 +442,6 @@ impl From<CatalogueModelV3> for CatalogueModel {
                 .collect(),
             views: old.views,
             literals: old.literals,
-            policy: None,
-        }
-    }
-}
-
-/// The catalogue model of format 4, which carried no recovery policy: read and converted (the
-/// loader gives it the reference's defaults).
-#[derive(Debug, Deserialize)]
-pub(crate) struct CatalogueModelV4 {
-    redaction_version: String,
-    tiers: Vec<String>,
-    codes: Vec<CodeEntry>,
-    rules: Vec<RuleEntry>,
-    views: Vec<ViewEntry>,
-    literals: Vec<LiteralEntry>,
-}
-
-impl From<CatalogueModelV4> for CatalogueModel {
-    fn from(old: CatalogueModelV4) -> CatalogueModel {
-        CatalogueModel {
-            redaction_version: old.redaction_version,
-            tiers: old.tiers,
-            codes: old.codes,
-            rules: old.rules,
-            views: old.views,
-            literals: old.literals,
-            policy: None,
-        }
+        })
     }
 }

@@ -7,6 +7,7 @@ use regex_automata::dfa::dense;
 use super::LoadError;
 use super::error::Repr;
 use super::model::{self, CatalogueModel, MatcherEntry, MatcherKindEntry, RemediationEntry};
+use crate::vocab::TextView;
 
 pub(super) fn load_dfa(section: usize, bytes: &[u8]) -> Result<dense::DFA<Vec<u32>>, LoadError> {
     // regex-automata reads transitions as u32s: copy into 4-aligned memory first.
@@ -38,6 +39,18 @@ fn validate_matcher(
     matcher: &MatcherEntry,
     rule: &str,
 ) -> Result<(), LoadError> {
+    // A matcher on the body reads the values at a well-formed pointer; one on the text has none.
+    let pointer_fits = match (&matcher.pointer, matcher.view) {
+        (Some(pointer), TextView::Body) => crate::structured::parse_pointer(pointer).is_some(),
+        (None, TextView::Body) | (Some(_), _) => false,
+        (None, _) => true,
+    };
+    if !pointer_fits {
+        return Err(LoadError::malformed(format!(
+            "rule `{rule}` has a matcher whose JSON Pointer does not fit its view `{}`",
+            matcher.view
+        )));
+    }
     if let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind {
         let view = model.views.iter().find(|view| view.view == matcher.view);
         let known = view.is_some_and(|view| (pattern as usize) < view.patterns.len());
@@ -74,11 +87,11 @@ pub(super) fn validate_model(
                 rule.id
             )));
         }
-        if let Some(RemediationEntry::Capture { group, .. }) = &rule.remediation
-            && *group == 0
+        if let Some(RemediationEntry::Capture { group, view, .. }) = &rule.remediation
+            && (*group == 0 || *view == TextView::Body)
         {
             return Err(LoadError::malformed(format!(
-                "rule `{}` captures group 0",
+                "rule `{}` captures group 0 or from the body",
                 rule.id
             )));
         }

@@ -221,6 +221,11 @@ impl<'a> MatcherView<'a> {
         self.matcher.view
     }
 
+    /// The JSON Pointer of the body it reads, for a matcher on [`TextView::Body`].
+    pub fn pointer(&self) -> Option<&'a str> {
+        self.matcher.pointer.as_deref()
+    }
+
     /// What it tests.
     pub fn kind(&self) -> MatcherKind {
         match self.matcher.kind {

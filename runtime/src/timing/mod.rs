@@ -12,6 +12,8 @@
 //!   tomorrow in a named IANA zone. A wall-clock time the zone skips (spring gap) or repeats
 //!   (autumn fold) names no single instant, so it gives no hint.
 //! - `resets_in`: "resets in 2h 30m", a delay from now.
+//! - `try_again_in`: "Please try again in 2.746s", "retry in 37.6s", "retry after 20 seconds",
+//!   "try again in 1 hour 23 minutes": a delay from now, Go-style or in words.
 //!
 //! - Structured extractors (`retry_after`, `retry_after_ms`, `ratelimit_reset`, `body_reset`)
 //!   read the response headers and the error body, and are consulted before every text
@@ -76,6 +78,8 @@ pub(crate) struct Fields<'e> {
     pub(crate) headers: Option<&'e Headers>,
     /// The error body (the evidence's, or one lifted from its text).
     pub(crate) body: Option<&'e Body>,
+    /// The JSON Pointers the winning rule names for `body_reset`, read before its usual places.
+    pub(crate) body_reset_at: &'e [String],
 }
 
 /// What one source gave.
@@ -303,6 +307,99 @@ mod tests {
         LazyLock::force(&TRY_AGAIN_AT);
         LazyLock::force(&RESETS_CLOCK);
         LazyLock::force(&RESETS_IN);
+        LazyLock::force(&TRY_AGAIN_IN);
+    }
+
+    #[test]
+    fn try_again_in_reads_every_shape_the_catalogue_meets() {
+        let now = "2026-10-01T08:00:00Z";
+        let read = |text: &str| read(TimingExtractor::TryAgainIn, text, now);
+        let cases = [
+            ("Please try again in 2.746s.", "2026-10-01T08:00:02.746Z"),
+            (
+                "Please try again in 12m54.72s. Visit https://x",
+                "2026-10-01T08:12:54.72Z",
+            ),
+            (
+                "Rate limit reached ... Please try again in 64ms.",
+                "2026-10-01T08:00:00.064Z",
+            ),
+            ("Please try again in 6m0s.", "2026-10-01T08:06:00Z"),
+            ("Please retry in 37.6s.", "2026-10-01T08:00:37.6Z"),
+            (
+                "Please retry in 37.628253658s.",
+                "2026-10-01T08:00:37.628253658Z",
+            ),
+            (
+                "Too many requests, retry after 20 seconds",
+                "2026-10-01T08:00:20Z",
+            ),
+            (
+                "You can try again in 1 hour 23 minutes.",
+                "2026-10-01T09:23:00Z",
+            ),
+            ("try again in 2 hours and 5 minutes", "2026-10-01T10:05:00Z"),
+            ("Try again in 3 hours, 10 minutes.", "2026-10-01T11:10:00Z"),
+            ("TRY AGAIN IN 1h2m3.5s", "2026-10-01T09:02:03.5Z"),
+            ("try again in 1 day", "2026-10-02T08:00:00Z"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(read(text).as_deref(), Some(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn try_again_in_rejects_zero_negative_far_and_absurd_delays() {
+        let now = at("2026-10-01T08:00:00Z");
+        let extract_in = |text: &str| extract(TimingExtractor::TryAgainIn, text, now);
+        // Zero names no future instant; no sign is read, so a negative delay is not one.
+        assert!(matches!(
+            extract_in("try again in 0s"),
+            Extracted::Unreadable(_)
+        ));
+        assert!(matches!(
+            extract_in("try again in 0 minutes 0 seconds"),
+            Extracted::Unreadable(_)
+        ));
+        assert_eq!(extract_in("try again in -5s"), Extracted::Absent);
+        assert_eq!(extract_in("try again in a few minutes"), Extracted::Absent);
+        assert_eq!(extract_in("Retrying in 5 seconds"), Extracted::Absent);
+        // Beyond the horizon: read, then rejected by validation.
+        let mut steps = Vec::new();
+        let far = resolve(
+            None,
+            &[TimingExtractor::TryAgainIn],
+            "try again in 4000 days",
+            Fields::default(),
+            now,
+            Some(&mut steps),
+        );
+        assert_eq!(far, None);
+        assert!(
+            matches!(&steps[0].outcome, HintOutcome::Rejected { reason, .. } if reason.contains("eight years")),
+            "{steps:?}"
+        );
+        // Absurd numbers neither overflow nor panic.
+        for text in [
+            "try again in 99999999999999999999999999999999h",
+            "try again in 1e309s",
+            "try again in 999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999ms",
+        ] {
+            assert!(!matches!(extract_in(text), Extracted::At(_)), "{text}");
+        }
+        // Validated like the others: the first readable candidate that names an instant wins.
+        let hint = resolve(
+            None,
+            &[TimingExtractor::TryAgainIn],
+            "retry in 0s; try again in 5s",
+            Fields::default(),
+            now,
+            None,
+        );
+        assert_eq!(
+            hint.map(|h| h.rfc3339()).as_deref(),
+            Some("2026-10-01T08:00:05Z")
+        );
     }
 
     #[test]
@@ -422,6 +519,7 @@ mod tests {
         let fields = Fields {
             headers: Some(&kept),
             body: body.as_ref(),
+            body_reset_at: &[],
         };
         extract_structured(extractor, fields, at(now))
     }
@@ -550,6 +648,59 @@ mod tests {
     }
 
     #[test]
+    fn body_reset_reads_the_pointer_the_rule_names_first() {
+        let now = at("2026-09-01T00:00:00Z");
+        let body = Body::from_text(
+            r#"{"error":{"resets_at":1790000000,"limit":{"next":"2026-10-01T09:00:00Z","in":"90s","epoch":"1790000000","stale":"2026-09-01T00:00:00Z","bad":"soon"}}}"#,
+        );
+        let read = |pointer: &str| {
+            let pointers = [pointer.to_owned()];
+            let fields = Fields {
+                headers: None,
+                body: Some(&body),
+                body_reset_at: &pointers,
+            };
+            let mut steps = Vec::new();
+            let hint = resolve(
+                None,
+                &[TimingExtractor::BodyReset],
+                "",
+                fields,
+                now,
+                Some(&mut steps),
+            );
+            (hint.map(|h| h.rfc3339()), steps)
+        };
+        assert_eq!(
+            read("/error/limit/next").0.as_deref(),
+            Some("2026-10-01T09:00:00Z")
+        );
+        assert_eq!(
+            read("/error/limit/in").0.as_deref(),
+            Some("2026-09-01T00:01:30Z")
+        );
+        assert_eq!(
+            read("/error/limit/epoch").0.as_deref(),
+            Some("2026-09-21T14:13:20Z")
+        );
+        // A stale instant at the named pointer is rejected by validation, with why.
+        let (hint, steps) = read("/error/limit/stale");
+        assert_eq!(hint, None);
+        assert!(
+            matches!(&steps[0].outcome, HintOutcome::Rejected { reason, .. } if reason == "it is not after now"),
+            "{steps:?}"
+        );
+        // An unreadable value at the named pointer gives way to the usual places.
+        let (hint, _) = read("/error/limit/bad");
+        assert_eq!(hint.as_deref(), Some("2026-09-21T14:13:20Z"));
+        // Nothing at the named pointer: the usual places.
+        assert_eq!(
+            read("/error/nothing").0.as_deref(),
+            Some("2026-09-21T14:13:20Z")
+        );
+    }
+
+    #[test]
     fn structured_extractors_go_before_text_ones_and_are_validated() {
         let now = at("2026-10-01T08:00:00Z");
         let mut headers = Headers::new();
@@ -557,6 +708,7 @@ mod tests {
         let fields = Fields {
             headers: Some(&headers),
             body: None,
+            body_reset_at: &[],
         };
         let text = "try again at Oct 2nd, 2026 1:00 PM UTC";
         let extractors = [TimingExtractor::TryAgainAt, TimingExtractor::RetryAfter];
@@ -580,6 +732,7 @@ mod tests {
         let fields = Fields {
             headers: Some(&headers),
             body: None,
+            body_reset_at: &[],
         };
         let mut steps = Vec::new();
         let hint = resolve(None, &extractors, text, fields, now, Some(&mut steps));
@@ -594,6 +747,7 @@ mod tests {
         let fields = Fields {
             headers: Some(&headers),
             body: None,
+            body_reset_at: &[],
         };
         assert_eq!(
             resolve(None, &[TimingExtractor::RetryAfter], "", fields, now, None),
@@ -703,7 +857,7 @@ mod tests {
                     r#"{{"error":{{"resets_at":{0:?},"details":[{{"retryDelay":{0:?}}}]}}}}"#,
                     value
                 ));
-                let fields = Fields { headers: Some(&headers), body: Some(&body) };
+                let fields = Fields { headers: Some(&headers), body: Some(&body), body_reset_at: &[] };
                 let extractors = [
                     TimingExtractor::RetryAfter,
                     TimingExtractor::RetryAfterMs,

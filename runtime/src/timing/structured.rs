@@ -88,6 +88,22 @@ pub(super) fn extract_structured(
         }
         TimingExtractor::BodyReset => {
             if let Some(body) = fields.body {
+                // The rule's own pointers first: RFC 3339 or epoch seconds, else a duration.
+                for pointer in fields.body_reset_at {
+                    for value in body.select(pointer) {
+                        let read = read_instant(&value).or_else(|_| {
+                            read_duration(&value)
+                                .and_then(|delay| after(now, delay))
+                                .map_err(|_| {
+                                    format!(
+                                        "`{}` is neither RFC 3339, epoch seconds nor a duration",
+                                        quoted(&value)
+                                    )
+                                })
+                        });
+                        candidates.push((pointer.clone(), read));
+                    }
+                }
                 for (pointer, shape) in BODY_RESETS {
                     for value in body.select(pointer) {
                         let read = match shape {
@@ -104,7 +120,10 @@ pub(super) fn extract_structured(
                 }
             }
         }
-        TimingExtractor::TryAgainAt | TimingExtractor::ResetsClock | TimingExtractor::ResetsIn => {
+        TimingExtractor::TryAgainAt
+        | TimingExtractor::ResetsClock
+        | TimingExtractor::ResetsIn
+        | TimingExtractor::TryAgainIn => {
             return Extracted::Absent;
         }
     }

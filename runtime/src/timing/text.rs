@@ -1,5 +1,6 @@
 //! The text extractors: reset times read from the raw text of the evidence (`try_again_at`,
-//! `resets_clock`, `resets_in`), their patterns and the calendar arithmetic they need.
+//! `resets_clock`, `resets_in`, `try_again_in`), their patterns and the calendar arithmetic
+//! they need.
 
 use super::*;
 
@@ -21,6 +22,7 @@ pub(super) fn extract(extractor: TimingExtractor, text: &str, now: Timestamp) ->
         TimingExtractor::TryAgainAt => (&TRY_AGAIN_AT, read_try_again_at),
         TimingExtractor::ResetsClock => (&RESETS_CLOCK, read_resets_clock),
         TimingExtractor::ResetsIn => (&RESETS_IN, read_resets_in),
+        TimingExtractor::TryAgainIn => (&TRY_AGAIN_IN, read_try_again_in),
         // Structured extractors read no text.
         TimingExtractor::RetryAfter
         | TimingExtractor::RetryAfterMs
@@ -64,6 +66,66 @@ pub(super) static RESETS_IN: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)\bresets?\s+in\s+(?:(\d+)\s*(?:days?|d)\b)?\s*(?:(\d+)\s*(?:hours?|hrs?|h)\b)?\s*(?:(\d+)\s*(?:minutes?|mins?|min|m)\b)?",
     )
 });
+
+/// A delay as providers print it after "try again in" / "retry in" / "retry after": Go-style
+/// (`2.746s`, `12m54.72s`, `64ms`, `6m0s`) or in words (`20 seconds`, `1 hour 23 minutes`,
+/// `2 hours and 5 minutes`). Units are matched longest first, so `ms` is never read as `m`.
+pub(super) static TRY_AGAIN_IN: LazyLock<Regex> = LazyLock::new(|| {
+    regex(&format!(
+        r"(?i)\b(?:try\s+again|retry)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*{DELAY_UNIT}(?:\s*,\s*|\s+and\s+|\s*)?)+)(?:\b|$)"
+    ))
+});
+
+/// The units of [`TRY_AGAIN_IN`], longest spelling first.
+const DELAY_UNIT: &str = r"(?:days?|hours?|hrs?|hr|h|minutes?|mins?|min|milliseconds?|msecs?|ms|microseconds?|us|µs|nanoseconds?|ns|seconds?|secs?|sec|m|s|d)";
+
+/// The seconds one unit of [`DELAY_UNIT`] stands for.
+fn unit_seconds(unit: &str) -> Option<f64> {
+    let unit = unit.to_ascii_lowercase();
+    let unit = unit.as_str();
+    Some(match unit {
+        "d" | "day" | "days" => 86_400.0,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3_600.0,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+        "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => 1e-3,
+        "us" | "µs" | "microsecond" | "microseconds" => 1e-6,
+        "ns" | "nanosecond" | "nanoseconds" => 1e-9,
+        _ => return None,
+    })
+}
+
+/// Reads a delay of [`TRY_AGAIN_IN`] into seconds: each number is bounded (see
+/// [`read_seconds`]), so no text overflows; a delay of zero is no delay.
+pub(super) fn read_delay(text: &str) -> Result<f64, String> {
+    static PART: LazyLock<Regex> =
+        LazyLock::new(|| regex(&format!(r"(?i)(\d+(?:\.\d+)?)\s*({DELAY_UNIT})")));
+    let mut total = 0.0;
+    let mut parts = 0;
+    for captures in PART.captures_iter(text) {
+        let amount = read_seconds(group(&captures, 1).unwrap_or_default(), 1.0)?;
+        let unit = group(&captures, 2).unwrap_or_default();
+        let scale = unit_seconds(unit)
+            .ok_or_else(|| format!("`{}` is not a unit of time", quoted(unit)))?;
+        total += amount * scale;
+        parts += 1;
+    }
+    if parts == 0 {
+        return Err(format!("`{}` is not a delay", quoted(text)));
+    }
+    if total <= 0.0 {
+        return Err("the delay is zero".to_owned());
+    }
+    Ok(total)
+}
+
+pub(super) fn read_try_again_in(
+    captures: &Captures<'_>,
+    now: Timestamp,
+) -> Result<Timestamp, String> {
+    let delay = read_delay(group(captures, 1).unwrap_or_default())?;
+    after(now, delay)
+}
 
 pub(super) fn group<'t>(captures: &Captures<'t>, index: usize) -> Option<&'t str> {
     captures.get(index).map(|m| m.as_str())
