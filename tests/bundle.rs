@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use faultline_dsl::load;
 use faultline_runtime::build as wire;
-use faultline_runtime::{Bundle, Evidence, LoadErrorKind};
+use faultline_runtime::{Bundle, Evidence, LoadErrorKind, RecoveryPolicy};
 use proptest::prelude::*;
 
 fn build(directory: &str) -> Vec<u8> {
@@ -452,7 +452,7 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
     let golden =
         |name: &str| std::fs::read(common::root().join("fixtures/bundles").join(name)).unwrap();
     // A stored bundle of the current format loads and classifies as its catalogue says.
-    let current = Bundle::from_bytes(&golden("format-5-redaction-markers.flb")).unwrap();
+    let current = Bundle::from_bytes(&golden("format-6-redaction-markers.flb")).unwrap();
     assert_eq!(current.header().format_version(), wire::FORMAT_VERSION);
     let evidence = Evidence::new().with_stderr("session ses_abc123 expired".to_owned());
     assert_eq!(
@@ -466,11 +466,13 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
         }
         other => panic!("a format-2 bundle must be refused as too old: {other:?}"),
     }
-    // Formats 3 (before rules could guard headers or the body) and 4 (before text matchers
-    // could read the body, issue 12) are still read, and classify as they did.
+    // Formats 3 (before rules could guard headers or the body), 4 (before text matchers
+    // could read the body, issue 12) and 5 (before bundles carried a recovery policy, issue 14)
+    // are still read, classify as they did, and are given the reference's default policy.
     for (name, version) in [
         ("format-3-redaction-markers.flb", 3),
         ("format-4-redaction-markers.flb", 4),
+        ("format-5-redaction-markers.flb", 5),
     ] {
         let previous = Bundle::from_bytes(&golden(name)).unwrap();
         assert_eq!(previous.header().format_version(), version);
@@ -483,7 +485,91 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
             .find(|rule| rule.id() == "markers.session_expired.v1")
             .unwrap();
         assert!(rule.matchers().all(|matcher| matcher.pointer().is_none()));
+        assert_eq!(*previous.policy(), RecoveryPolicy::reference());
     }
+}
+
+/// A bundle of nothing but `policy` (no rules, no automata), written as the compiler would.
+fn policy_bundle(policy: Option<RecoveryPolicy>) -> Vec<u8> {
+    use faultline_runtime::{Class, Confidence, Scope};
+    // One catch-all rule: classification always returns a result.
+    let model = wire::CatalogueModel {
+        redaction_version: faultline_runtime::REDACTION_VERSION.to_owned(),
+        tiers: vec!["fallback".to_owned()],
+        codes: vec![wire::CodeEntry {
+            name: "unknown".to_owned(),
+            class: Class::Unclassified,
+            auto_retryable: false,
+            fallback_allowed: false,
+            user_action: false,
+            scope: Scope::Session,
+            remediation: None,
+        }],
+        rules: vec![wire::RuleEntry {
+            id: "fallback.any".to_owned(),
+            doc: String::new(),
+            code: 0,
+            confidence: Confidence::Low,
+            scope: Scope::Session,
+            tier: 0,
+            guards: wire::GuardsEntry {
+                phase: None,
+                provider_id: None,
+                source: None,
+                http_status: None,
+                exit_code: None,
+                present: Vec::new(),
+                headers: Vec::new(),
+                body: Vec::new(),
+            },
+            matchers: Vec::new(),
+            vetoes: Vec::new(),
+            timing: Vec::new(),
+            body_reset_at: Vec::new(),
+            excerpt: None,
+            remediation: None,
+            gated: false,
+            verified_examples: 0,
+        }],
+        views: Vec::new(),
+        literals: Vec::new(),
+        policy,
+    };
+    wire::write(&wire::BundleContents {
+        catalogue_name: "policy",
+        catalogue_version: "policy.v1",
+        compiler_version: "test",
+        manifest_hash: [0; 32],
+        model: &model,
+        automata: &[],
+    })
+    .unwrap()
+}
+
+#[test]
+fn the_catalogue_policy_travels_in_the_bundle_and_an_invalid_one_is_refused_on_load() {
+    // The catalogue's policy block is what the bundle carries.
+    let bundle = Bundle::from_bytes(&CATALOGUE).unwrap();
+    let policy = bundle.policy();
+    assert_eq!(policy.transient.retry.max_retries, 3);
+    assert_eq!(policy.hard.wait_for_reset.max_wait_seconds, 7 * 86_400);
+    assert_eq!(policy.ladder.steps_seconds, [5, 10, 20, 40, 60]);
+    // A bundle without a policy gets the reference's defaults.
+    let bare = Bundle::from_bytes(&policy_bundle(None)).unwrap();
+    assert_eq!(*bare.policy(), RecoveryPolicy::reference());
+    // A policy that breaks a rule of reference §F.1 never loads: it would authorise nothing.
+    let mut invalid = RecoveryPolicy::reference();
+    invalid.transient.retry.max_retries = 3;
+    let error = Bundle::from_bytes(&policy_bundle(Some(invalid))).unwrap_err();
+    assert_eq!(error.kind(), LoadErrorKind::Malformed);
+    assert!(
+        error.to_string().contains("transient.retry") && error.to_string().contains("zeros"),
+        "{error}"
+    );
+    let mut too_many = RecoveryPolicy::reference();
+    too_many.ladder.max_attempts = 0;
+    let error = Bundle::from_bytes(&policy_bundle(Some(too_many))).unwrap_err();
+    assert!(error.to_string().contains("ladder.max_attempts"), "{error}");
 }
 
 #[test]

@@ -164,3 +164,87 @@ fn the_catalogue_agrees_with_every_case_kandev_pins() {
         failures.join("\n")
     );
 }
+
+/// The aux cases of the recovery policy: the decision table (`decide`, against the catalogue's
+/// compiled policy), the transient predicate (the classification's class is `transient`) and
+/// the class of each code (an undeclared code is `unclassified`).
+#[test]
+fn the_policy_agrees_with_every_decision_predicate_and_class_case_kandev_pins() {
+    use faultline_policy::{DecisionContext, Failure, decide};
+    use faultline_runtime::{Class, Confidence};
+
+    let bundle = bundle();
+    let data = std::fs::read_to_string(
+        common::root().join("fixtures/conformance/kandev-parity-aux.jsonl"),
+    )
+    .unwrap();
+    let mut scored = std::collections::BTreeMap::<&str, usize>::new();
+    let mut failures = Vec::new();
+    for line in data.lines() {
+        let case: Value = serde_json::from_str(line).unwrap();
+        let id = case["id"].as_str().unwrap();
+        let input = &case["input"];
+        let (api, actual, expected) = match case["api"].as_str().unwrap() {
+            "decide" => {
+                let error = &input["error"];
+                let context = DecisionContext::from_name(input["context"].as_str().unwrap())
+                    .unwrap_or_else(|| panic!("{id}: unknown context"));
+                let now = parse_instant(input["now"].as_str().unwrap()).unwrap();
+                let code = error["code"].as_str().unwrap();
+                let failure = Failure {
+                    code: code.to_owned(),
+                    class: bundle.class_of(code),
+                    confidence: Confidence::from_name(error["confidence"].as_str().unwrap())
+                        .unwrap(),
+                    fallback_allowed: true,
+                    reset_hint: error["reset_hint"]
+                        .as_str()
+                        .map(|hint| parse_instant(hint).unwrap()),
+                    catalogue_version: String::new(),
+                };
+                let outcome = decide(bundle.policy(), context, Some(&failure), now);
+                (
+                    "decide",
+                    Value::from(outcome.as_str()),
+                    &case["expect"]["value"],
+                )
+            }
+            "is_transient" => {
+                let mut evidence = Evidence::new().with_stderr(input["text"].as_str().unwrap());
+                if let Some(provider) = input["provider_id"].as_str() {
+                    evidence = evidence.with_provider_id(provider);
+                }
+                let transient = bundle.classify_at(&evidence, now(&case)).class == Class::Transient;
+                (
+                    "is_transient",
+                    Value::Bool(transient),
+                    &case["expect"]["value"],
+                )
+            }
+            "class_for_code" => {
+                let class = bundle.class_of(input["code"].as_str().unwrap());
+                (
+                    "class_for_code",
+                    Value::from(class.as_str()),
+                    &case["expect"]["value"],
+                )
+            }
+            _ => continue,
+        };
+        *scored.entry(api).or_default() += 1;
+        if actual != *expected {
+            failures.push(format!("{id}: {actual}, expected {expected}"));
+        }
+    }
+    assert_eq!(
+        scored.into_iter().collect::<Vec<_>>(),
+        [("class_for_code", 22), ("decide", 11), ("is_transient", 25)],
+        "every decision, predicate and class case is scored"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -1,7 +1,7 @@
-//! The documentation is true: every ```rules block of `docs/language.md` checks clean (with the
-//! page's prelude) and is canonically formatted; and every acceptance criterion (`AC .N`) and
-//! design section (`§X.N`) cited anywhere in the repository is defined in
-//! `docs/requirements.md`, which defines AC .1–.29 once each.
+//! The documentation is true: every ```rules block of `docs/language.md` and `docs/policy.md`
+//! checks clean (with the page's prelude) and is canonically formatted; and every acceptance
+//! criterion (`AC .N`) and design section (`§X.N`) cited anywhere in the repository is defined
+//! in `docs/requirements.md`, which defines AC .1–.29 once each.
 
 #![allow(
     clippy::unwrap_used,
@@ -50,17 +50,30 @@ fn rules_blocks(markdown: &str) -> Vec<Block> {
 
 #[test]
 fn every_language_example_checks_clean_and_is_formatted() {
-    let markdown = std::fs::read_to_string(common::root().join("docs/language.md")).unwrap();
+    check_examples("docs/language.md", 12);
+}
+
+#[test]
+fn every_policy_example_checks_clean_and_is_formatted() {
+    check_examples("docs/policy.md", 1);
+}
+
+/// Every ```rules block of `page` is canonically formatted and checks clean; a plain `rules`
+/// block is checked after the page's `rules,prelude` block.
+fn check_examples(page: &str, at_least: usize) {
+    let markdown = std::fs::read_to_string(common::root().join(page)).unwrap();
     let blocks = rules_blocks(&markdown);
     let prelude = blocks
         .iter()
         .find(|b| b.info == "rules,prelude")
-        .expect("the page has a prelude")
-        .text
-        .clone();
-    assert!(blocks.len() >= 12, "only {} examples found", blocks.len());
+        .map(|b| b.text.clone());
+    assert!(
+        blocks.len() >= at_least,
+        "{page}: only {} examples found",
+        blocks.len()
+    );
     for block in &blocks {
-        let at = format!("docs/language.md:{}", block.line);
+        let at = format!("{page}:{}", block.line);
         let formatted = format(&SourceFile::new(at.clone(), block.text.clone())).unwrap();
         assert_eq!(
             formatted, block.text,
@@ -68,7 +81,11 @@ fn every_language_example_checks_clean_and_is_formatted() {
         );
         let text = match block.info.as_str() {
             "rules,prelude" | "rules,standalone" => block.text.clone(),
-            "rules" => format!("{prelude}\n{}", block.text),
+            "rules" => format!(
+                "{}\n{}",
+                prelude.as_deref().expect("the page has a prelude"),
+                block.text
+            ),
             other => panic!("{at}: unknown block kind `{other}`"),
         };
         let mut sources = MemorySources::new();

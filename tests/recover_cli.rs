@@ -390,3 +390,262 @@ fn text_answers_report_every_effect_on_one_line() {
     ), "{text}");
     assert!(text.contains("retraction.jsonl:5 [codex] retractable now: [t1, a1]"));
 }
+
+/// The decision path of the terminal failure on answer `line` (a session with a `context`).
+fn path(answers: &[Value], line: usize) -> &str {
+    answers[line]["decision"]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("line {line} has no decision: {}", answers[line]))
+}
+
+fn route(effect: &str) -> Value {
+    json!({ "effect": effect })
+}
+
+/// Issue 14: a retried overload that succeeds on attempt 2. The interactive ladder decides,
+/// and the retry notice follows the decisions: created, updated in place, retired on success.
+#[test]
+fn policy_overload_retried() {
+    let a = answers("policy-overload-retried.jsonl");
+    assert_eq!(
+        path(&a, 2),
+        "provider_overloaded, effect-safe → retry 1/5 in 5 s"
+    );
+    assert_eq!(
+        a[2]["decision"]["step"]["notice"],
+        "Provider overloaded — retrying in 5s (attempt 1/5)"
+    );
+    assert_eq!(effects(&a, 2), &vec![json!({"effect": "list_notices"})]);
+    let created = &effects(&a, 3)[0];
+    assert_eq!(created["target"], "create");
+    assert_eq!(created["notice"]["reason"], "Provider overloaded");
+    assert_eq!(created["notice"]["deadline"], "2026-10-01T08:00:05Z");
+    assert_eq!(
+        path(&a, 6),
+        "provider_overloaded, effect-safe → retry 2/5 in 10 s"
+    );
+    let updated = &effects(&a, 7)[0];
+    assert_eq!(updated["target"], json!({"update": "n1"}));
+    assert_eq!(updated["notice"]["attempt"], 2);
+    // Attempt 2 succeeds: the loop's notice is retired (deleted, never flipped).
+    assert_eq!(outcome(&a, 10), "completed");
+    assert_eq!(
+        effects(&a, 11),
+        &vec![json!({"effect": "delete_notices", "ids": ["n1"]})]
+    );
+}
+
+/// Issue 14: a quota whose validated reset lies within the maximum wait waits for it, and
+/// retries once when the timer fires; the retry's success makes the route active again.
+#[test]
+fn policy_quota_wait() {
+    let a = answers("policy-quota-wait.jsonl");
+    assert_eq!(
+        path(&a, 2),
+        "quota_limited, reset 14:00 within max wait → wait until 14:00"
+    );
+    // Nothing is scheduled before the durable write succeeds.
+    assert_eq!(effects(&a, 2), &vec![route("persist")]);
+    assert_eq!(
+        effects(&a, 3),
+        &vec![json!({"effect": "schedule_timer", "generation": 1, "at": "2026-10-01T14:00:00Z"})]
+    );
+    assert_eq!(
+        effects(&a, 5),
+        &vec![json!({"effect": "dispatch_retry", "generation": 2})]
+    );
+    assert_eq!(outcome(&a, 7), "completed");
+    assert_eq!(effects(&a, 7), &vec![route("persist")]);
+}
+
+/// Issue 14: a reset beyond the maximum wait is not shortened; a hard failure has no retry
+/// budget, so it falls through to exhaustion: `stop`.
+#[test]
+fn policy_reset_beyond_max() {
+    let a = answers("policy-reset-beyond-max.jsonl");
+    assert_eq!(
+        path(&a, 2),
+        "quota_limited, reset 2026-10-12T14:00:00Z beyond max wait (not shortened) → stop: manual (retries exhausted)"
+    );
+    assert_eq!(
+        effects(&a, 3),
+        &vec![
+            json!({"effect": "ask_user", "cause": {"cause": "evaluated", "reason": "exhausted"}})
+        ]
+    );
+}
+
+/// Issue 14: exhaustion with `skip` (a route's exponential retries: 5, 10, 20 s, then the next
+/// candidate) and with `stop` (the interactive ladder's five attempts, then manual recovery).
+#[test]
+fn policy_exhausted() {
+    let a = answers("policy-exhausted.jsonl");
+    assert_eq!(path(&a, 2), "rate_limited, effect-safe → retry 1/3 in 5 s");
+    assert_eq!(path(&a, 7), "rate_limited, effect-safe → retry 2/3 in 10 s");
+    assert_eq!(
+        path(&a, 12),
+        "rate_limited, effect-safe → retry 3/3 in 20 s"
+    );
+    assert_eq!(
+        path(&a, 17),
+        "rate_limited, effect-safe → skip: switch to the next candidate (retries exhausted)"
+    );
+    assert_eq!(effects(&a, 18), &vec![route("switch_route")]);
+    assert_eq!(
+        path(&a, 36),
+        "provider_overloaded, effect-safe → retry 5/5 in 1 min"
+    );
+    assert_eq!(
+        path(&a, 40),
+        "provider_overloaded, effect-safe, 5/5 attempts used → stop: manual (Resume or Start fresh)"
+    );
+    // Exhaustion retires the loop's notice.
+    assert_eq!(
+        effects(&a, 41),
+        &vec![json!({"effect": "delete_notices", "ids": ["n1"]})]
+    );
+}
+
+/// Issue 14: a failure after output is not effect-safe, and a hard failure the table leaves
+/// to the user stops; neither retries nor shows a notice.
+#[test]
+fn policy_unsafe() {
+    let a = answers("policy-unsafe.jsonl");
+    assert_eq!(
+        path(&a, 3),
+        "provider_overloaded, not effect-safe → stop: manual"
+    );
+    assert_eq!(effects(&a, 3), &Vec::<Value>::new());
+    assert_eq!(path(&a, 5), "auth_required → stop: manual");
+    assert_eq!(effects(&a, 5), &Vec::<Value>::new());
+}
+
+/// Issue 14: a cancel during a wait is fenced by generation, schedules nothing when its write
+/// fails, disarms the timer and asks the user once written, and is idempotent after.
+#[test]
+fn policy_cancel_wait() {
+    let a = answers("policy-cancel-wait.jsonl");
+    assert_eq!(
+        effects(&a, 4),
+        &vec![json!({"refused": "stale generation: the route is at generation 1"})]
+    );
+    assert_eq!(effects(&a, 5), &vec![route("persist")]);
+    assert_eq!(
+        effects(&a, 6),
+        &Vec::<Value>::new(),
+        "a failed write releases nothing"
+    );
+    assert_eq!(
+        effects(&a, 8),
+        &vec![
+            json!({"effect": "disarm_timer", "generation": 1}),
+            json!({"effect": "ask_user", "cause": {"cause": "cancelled"}}),
+        ]
+    );
+    assert_eq!(effects(&a, 9), &Vec::<Value>::new(), "cancel is idempotent");
+    assert_eq!(
+        effects(&a, 10),
+        &Vec::<Value>::new(),
+        "the old timer is stale"
+    );
+}
+
+/// Issue 14: a restart re-arms a persisted wait at its deadline (an early firing re-arms it
+/// again); a persisted `retrying` is left for manual recovery.
+#[test]
+fn policy_restart() {
+    let a = answers("policy-restart.jsonl");
+    let armed = json!({"effect": "schedule_timer", "generation": 1, "at": "2026-10-01T14:00:00Z"});
+    assert_eq!(effects(&a, 4), &vec![armed.clone()]);
+    assert_eq!(effects(&a, 5), &vec![armed]);
+    assert_eq!(
+        effects(&a, 7),
+        &vec![json!({"effect": "dispatch_retry", "generation": 2})]
+    );
+    assert_eq!(effects(&a, 8), &Vec::<Value>::new());
+    let text = stdout(&faultline(&[
+        "recover",
+        "examples/recovery/policy-restart.jsonl",
+    ]));
+    assert!(
+        text.contains(
+            "policy-restart.jsonl:8 [quota] route: nothing to re-arm (the route is retrying"
+        ),
+        "{text}"
+    );
+}
+
+/// Issue 14: a catalogue author changes the ladder and a class's policy in `.rules`, rebuilds,
+/// and the same event log decides differently — no Rust changes.
+#[test]
+fn an_edited_policy_block_changes_the_decisions_without_touching_rust() {
+    let directory = common::scratch("edited-policy");
+    let source = root().join("catalogue");
+    copy_tree(&source, &directory);
+    let policy = std::fs::read_to_string(directory.join("policy.rules")).unwrap();
+    let edited = policy
+        .replace(
+            "ladder { steps [5s, 10s, 20s, 40s, 60s], attempts 5, reset_within 1m }",
+            "ladder { steps [3s, 7s], attempts 2, reset_within 1m }",
+        )
+        .replace(
+            "retry { max 3, initial 5s }\n        wait_for_reset { max 1h }\n        on_exhausted skip",
+            "retry { max 1, initial 30s }\n        wait_for_reset { max 1h }\n        on_exhausted stop",
+        );
+    assert_ne!(edited, policy, "the edit applies to catalogue/policy.rules");
+    std::fs::write(directory.join("policy.rules"), edited).unwrap();
+    let root_file = directory.join("catalogue.rules");
+    let output = faultline(&[
+        "recover",
+        "--json",
+        "--catalogue",
+        root_file.to_str().unwrap(),
+        "examples/recovery/policy-exhausted.jsonl",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let paths: Vec<String> = stdout(&output)
+        .lines()
+        .filter_map(|line| {
+            let answer: Value = serde_json::from_str(line).unwrap();
+            answer["decision"]["path"].as_str().map(str::to_owned)
+        })
+        .collect();
+    // The transient class now retries once after 30 s (the log's timers, written for 5 s, fire
+    // early, so the route never retries again); the ladder has two steps of 3 and 7 s.
+    assert_eq!(paths[0], "rate_limited, effect-safe → retry 1/1 in 30 s");
+    assert!(
+        paths
+            .iter()
+            .filter(|path| path.starts_with("rate_limited"))
+            .skip(1)
+            .all(|path| !path.contains("→ retry")),
+        "{paths:#?}"
+    );
+    let ladder: Vec<&str> = paths
+        .iter()
+        .filter(|path| path.starts_with("provider_overloaded"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        ladder[..3],
+        [
+            "provider_overloaded, effect-safe → retry 1/2 in 3 s",
+            "provider_overloaded, effect-safe → retry 2/2 in 7 s",
+            "provider_overloaded, effect-safe, 2/2 attempts used → stop: manual (Resume or Start fresh)",
+        ]
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

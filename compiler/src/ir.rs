@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use faultline_dsl::{SourceFile, Span};
 use faultline_runtime::{
-    Class, Confidence, Evidence, EvidenceField, Scope, TextView, TimingExtractor,
+    Class, Confidence, Evidence, EvidenceField, RecoveryPolicy, Scope, TextView, TimingExtractor,
 };
 
 /// Where a checked entity is written, for diagnostics of later stages.
@@ -33,6 +33,9 @@ pub struct Catalogue {
     pub codes: Vec<CodeDef>,
     /// Rules, in declaration order (not priority order).
     pub rules: Vec<RuleDef>,
+    /// The recovery policy of the `policy` block; `None` when the catalogue has none (its
+    /// bundle then carries the reference's defaults).
+    pub policy: Option<RecoveryPolicy>,
 }
 
 /// A declared semantic code.

@@ -54,6 +54,8 @@ pub enum Item {
     Code(Block),
     /// `rule id { … }`
     Rule(Block),
+    /// `policy { … }`: the catalogue's recovery policy.
+    Policy(PolicyBlock),
 }
 
 impl Item {
@@ -65,6 +67,7 @@ impl Item {
             Item::Tiers(tiers) => tiers.span,
             Item::Provider(provider) => provider.span,
             Item::Code(block) | Item::Rule(block) => block.span,
+            Item::Policy(policy) => policy.span,
         }
     }
 }
@@ -124,6 +127,93 @@ pub struct Block {
     pub clauses: Vec<Clause>,
     /// The closing brace.
     pub close: Span,
+}
+
+/// The `policy` block: settings, each a name with at most one value and an optional body of
+/// further settings. Which settings exist, and where, is the checker's business.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyBlock {
+    /// From the first doc comment (or keyword) to the closing brace.
+    pub span: Span,
+    /// `///` doc comment lines, without the `///` marker.
+    pub docs: Vec<Spanned<String>>,
+    /// The `policy` keyword.
+    pub keyword: Span,
+    /// The settings, in file order.
+    pub settings: Vec<Setting>,
+    /// The closing brace.
+    pub close: Span,
+}
+
+/// One setting of a policy: `name`, `name value`, `name { … }` or `name value { … }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Setting {
+    /// The whole setting.
+    pub span: Span,
+    /// Its name.
+    pub name: Name,
+    /// Its value.
+    pub value: Option<SettingValue>,
+    /// Its body.
+    pub body: Option<SettingBody>,
+}
+
+/// The braces of a setting and the settings between them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SettingBody {
+    /// The braces and everything between.
+    pub span: Span,
+    /// The settings, in file order.
+    pub settings: Vec<Setting>,
+}
+
+/// The value of a setting.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "setting_value", rename_all = "snake_case")]
+pub enum SettingValue {
+    /// A string, number or name.
+    Value(Value),
+    /// A duration such as `5s`.
+    Duration(DurationLit),
+    /// `[a, 5s, …]`
+    List {
+        /// The brackets and everything between.
+        span: Span,
+        /// The items (never lists).
+        items: Vec<SettingValue>,
+    },
+}
+
+impl SettingValue {
+    /// Where the value is written.
+    pub fn span(&self) -> Span {
+        match self {
+            SettingValue::Value(value) => value.span(),
+            SettingValue::Duration(duration) => duration.span,
+            SettingValue::List { span, .. } => *span,
+        }
+    }
+
+    /// What kind of value it is, for messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            SettingValue::Value(value) => value.kind_name(),
+            SettingValue::Duration(_) => "a duration",
+            SettingValue::List { .. } => "a list",
+        }
+    }
+}
+
+/// A duration literal: digits and a unit (`s`, `m`, `h`, `d`). `seconds` is `None` when it does
+/// not fit in 64 bits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DurationLit {
+    /// The duration in whole seconds, if it fits.
+    pub seconds: Option<u64>,
+    /// The literal as written.
+    pub source: String,
+    /// Where it is written.
+    pub span: Span,
 }
 
 /// One clause of a block.

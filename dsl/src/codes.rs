@@ -336,6 +336,87 @@ diagnostic_codes! {
     /// Fix: write `on body "/error/message"` to match the body's message, or drop the pointer
     /// after `on sanitized`/`on raw`; capture a remediation from the text.
     MisplacedPointer = "0043", "misplaced-pointer", Error, "JSON Pointer missing or misplaced";
+    /// A setting of the `policy` block is not one the block (or the section it is in) has.
+    /// The message lists the settings that section knows (docs/policy.md lists them all).
+    ///
+    /// Fix: correct the spelling, or move the setting to the section it belongs to (`max` and
+    /// `initial` go in `retry { … }`, `steps` in `ladder { … }`).
+    UnknownPolicySetting = "0050", "unknown-policy-setting", Error, "unknown policy setting";
+    /// One section of the policy sets the same thing twice (two `max` in one `retry`, two
+    /// labels for one code, two `ladder` sections), so which one holds would depend on order.
+    ///
+    /// Fix: keep one.
+    DuplicatePolicySetting = "0051", "duplicate-policy-setting", Error, "policy setting given twice";
+    /// A section of the policy lacks a setting it needs: a class policy without
+    /// `on_exhausted`, an enabled `retry` without `max` or `initial`, an enabled
+    /// `wait_for_reset` without `max`, a `ladder` without `steps`, `attempts` or
+    /// `reset_within`, `labels` without `otherwise`.
+    ///
+    /// Fix: add the setting the message names.
+    MissingPolicySetting = "0052", "missing-policy-setting", Error, "policy setting missing";
+    /// A policy setting has the wrong kind of value: a number where a duration is expected
+    /// (`initial 5` instead of `initial 5s`), a name where a list is expected, a value on a
+    /// section that takes a body, and so on.
+    ///
+    /// Fix: write the kind of value the message names.
+    PolicyValueKind = "0053", "policy-value-kind", Error, "policy value of the wrong kind";
+    /// A policy value lies outside its allowed range (reference §F.1): `max` retries 1–10, the
+    /// `initial` interval 1 s–1 h, the reset wait's `max` 1 s–7 d; a ladder of 1–16 steps of
+    /// 1 s–1 h each and 1–20 attempts; `reset_within` at most 1 h; a notice label of 1–120
+    /// bytes on one line.
+    ///
+    /// Fix: choose a value inside the range the message states.
+    PolicyOutOfRange = "0054", "policy-out-of-range", Error, "policy value out of range";
+    /// A disabled section stores something other than zeros: `retry off { max 3 }`. The
+    /// reference refuses such a document, because a value that does nothing reads as if it
+    /// did.
+    ///
+    /// Fix: enable the section (drop `off`), or set its values to zero (`max 0, initial 0s`)
+    /// or drop them.
+    DisabledSectionNotZero = "0055", "disabled-section-not-zero", Error, "disabled section stores values";
+    /// Two policies are written for one class (two `class transient { … }`), or for one code:
+    /// which one applies would depend on their order.
+    ///
+    /// Fix: merge them into one.
+    DuplicateClassPolicy = "0056", "duplicate-class-policy", Error, "two policies for one class";
+    /// The policy does not cover every class that has one: both `class transient { … }` and
+    /// `class hard { … }` are needed (`unclassified` never has one: it always stops).
+    ///
+    /// Fix: add the missing class's policy; `retry off`, `wait_for_reset off` and
+    /// `on_exhausted skip` is the reference's default.
+    IncompleteClassCoverage = "0057", "incomplete-class-coverage", Error, "class without a policy";
+    /// A class policy names a class that does not exist, or `unclassified`, which never has a
+    /// policy (an unclassified failure always stops for manual recovery).
+    ///
+    /// Fix: write `class transient` or `class hard`.
+    UnknownPolicyClass = "0058", "unknown-policy-class", Error, "no such policy class";
+    /// A row of the decision table names an outcome that does not exist. The outcomes are
+    /// `short_retry`, `long_retry`, `fallback`, `park` and `manual`: orchestrators act on
+    /// these and nothing else.
+    ///
+    /// Fix: use one of the five outcomes.
+    UnknownOutcome = "0059", "unknown-outcome", Error, "unknown decision outcome";
+    /// A code named in the policy (a code policy, a decision row, a label) is not declared by
+    /// any `code` block, so the setting could never apply.
+    ///
+    /// Fix: correct the name, or declare the code.
+    UnknownPolicyCode = "0060", "unknown-policy-code", Error, "policy names an undeclared code";
+    /// A name in the policy is not one of its vocabulary: a decision context (`kanban`,
+    /// `office`), a confidence (`high`, `medium`, `low`), an exhaustion action (`skip`,
+    /// `stop`), or `off` for a section.
+    ///
+    /// Fix: use one of the names the message lists.
+    UnknownPolicyName = "0061", "unknown-policy-name", Error, "unknown name in the policy";
+    /// The catalogue has two `policy` blocks. One catalogue has one recovery policy.
+    ///
+    /// Fix: merge them into one block.
+    DuplicatePolicy = "0062", "duplicate-policy", Error, "two policy blocks";
+    /// A decision row can never apply: an earlier row applies to every failure it would (the
+    /// earlier row's context, codes, confidences and reset condition include this row's), so
+    /// the first-match table never reaches it.
+    ///
+    /// Fix: move the row above the one that covers it, or delete it.
+    UnreachableDecision = "0063", "unreachable-decision", Warning, "decision row can never apply";
     /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
     /// message lists the cycle; the labels show each relation on it.
     ///

@@ -58,6 +58,8 @@ enum Anchor {
     ClauseTrailing(usize, usize),
     /// After the last clause of block `i`, before `}`.
     BlockFooter(usize),
+    /// Inside the policy block `i` (put back by position: settings are never reordered).
+    InPolicy(usize),
     /// After the last item.
     EndOfFile,
 }
@@ -79,6 +81,7 @@ fn anchor_comments(file: &SourceFile, syntax: &SyntaxFile) -> BTreeMap<Anchor, V
                 Some(Item::Code(block) | Item::Rule(block)) => {
                     anchor_in_block(file, index, block, at)
                 }
+                Some(Item::Policy(_)) => Anchor::InPolicy(index),
                 _ => Anchor::ItemLeading(index),
             },
             None => match syntax.items.iter().position(|item| item.span().start > at) {
@@ -203,7 +206,7 @@ impl Printer<'_> {
         // The end of the previously printed element, and whether it was a block.
         let mut previous: Option<(usize, bool)> = None;
         for (index, item) in syntax.items.iter().enumerate() {
-            let is_block = matches!(item, Item::Code(_) | Item::Rule(_));
+            let is_block = matches!(item, Item::Code(_) | Item::Rule(_) | Item::Policy(_));
             let mut first_line_of_item = true;
             for comment in self.comments(Anchor::ItemLeading(index)) {
                 if let Some((end, was_block)) = previous {
@@ -258,6 +261,144 @@ impl Printer<'_> {
             Item::Provider(provider) => out.push_str(&format!("provider {}", provider.id.source)),
             Item::Code(block) => self.print_block(out, index, "code", block),
             Item::Rule(block) => self.print_block(out, index, "rule", block),
+            Item::Policy(policy) => self.print_policy(out, index, policy),
+        }
+    }
+
+    fn print_policy(&self, out: &mut String, index: usize, policy: &PolicyBlock) {
+        for doc in &policy.docs {
+            out.push_str(&format!("///{}\n", doc.value.trim_end()));
+        }
+        let comments = self.comments(Anchor::InPolicy(index));
+        for comment in comments
+            .iter()
+            .filter(|c| c.span.start < policy.keyword.start)
+        {
+            out.push_str(comment.text.trim_end());
+            out.push('\n');
+        }
+        out.push_str("policy {");
+        let body_start = policy.keyword.end;
+        out.push_str(&self.header_comment(comments, body_start, &policy.settings));
+        out.push('\n');
+        self.print_settings(
+            out,
+            &policy.settings,
+            1,
+            comments,
+            body_start,
+            policy.close.start,
+        );
+        out.push('}');
+    }
+
+    /// The comment on the line of an opening brace, before the first setting.
+    fn header_comment(&self, comments: &[Comment], open: usize, settings: &[Setting]) -> String {
+        let first = settings.first().map_or(usize::MAX, |s| s.span.start);
+        comments
+            .iter()
+            .filter(|c| {
+                c.span.start >= open
+                    && c.span.start < first
+                    && same_line(self.file, open, c.span.start)
+            })
+            .map(|c| format!(" {}", c.text.trim_end()))
+            .collect()
+    }
+
+    fn print_settings(
+        &self,
+        out: &mut String,
+        settings: &[Setting],
+        depth: usize,
+        comments: &[Comment],
+        open: usize,
+        close: usize,
+    ) {
+        let indent = "    ".repeat(depth);
+        let mut previous_end = open;
+        for (position, setting) in settings.iter().enumerate() {
+            for comment in comments.iter().filter(|c| {
+                c.span.start >= previous_end
+                    && c.span.start < setting.span.start
+                    && !same_line(self.file, previous_end, c.span.start)
+            }) {
+                out.push_str(&format!("{indent}{}\n", comment.text.trim_end()));
+            }
+            out.push_str(&indent);
+            out.push_str(&setting.name.value);
+            if let Some(value) = &setting.value {
+                out.push(' ');
+                out.push_str(&self.setting_value(value));
+            }
+            if let Some(body) = &setting.body {
+                let commented = comments
+                    .iter()
+                    .any(|c| body.span.start <= c.span.start && c.span.start < body.span.end);
+                let nested = body.settings.iter().any(|inner| inner.body.is_some());
+                let inline = self.inline_settings(&body.settings);
+                if body.settings.is_empty() {
+                    out.push_str(" {}");
+                } else if !commented && !nested && indent.len() + inline.len() <= 92 {
+                    out.push_str(&format!(" {{ {inline} }}"));
+                } else {
+                    out.push_str(" {");
+                    out.push_str(&self.header_comment(comments, body.span.start, &body.settings));
+                    out.push('\n');
+                    let inner_close = body.span.end.saturating_sub(1);
+                    self.print_settings(
+                        out,
+                        &body.settings,
+                        depth + 1,
+                        comments,
+                        body.span.start,
+                        inner_close,
+                    );
+                    out.push_str(&indent);
+                    out.push('}');
+                }
+            }
+            let next = settings.get(position + 1).map_or(close, |s| s.span.start);
+            for comment in comments.iter().filter(|c| {
+                c.span.start >= setting.span.end
+                    && c.span.start < next
+                    && same_line(self.file, setting.span.end, c.span.start)
+            }) {
+                out.push_str(&format!(" {}", comment.text.trim_end()));
+            }
+            out.push('\n');
+            previous_end = setting.span.end;
+        }
+        for comment in comments.iter().filter(|c| {
+            c.span.start >= previous_end
+                && c.span.start < close
+                && !same_line(self.file, previous_end, c.span.start)
+        }) {
+            out.push_str(&format!("{indent}{}\n", comment.text.trim_end()));
+        }
+    }
+
+    /// Leaf settings on one line: `max 3, initial 5s`.
+    fn inline_settings(&self, settings: &[Setting]) -> String {
+        let parts: Vec<String> = settings
+            .iter()
+            .map(|setting| match &setting.value {
+                Some(value) => format!("{} {}", setting.name.value, self.setting_value(value)),
+                None => setting.name.value.clone(),
+            })
+            .collect();
+        parts.join(", ")
+    }
+
+    fn setting_value(&self, value: &SettingValue) -> String {
+        match value {
+            SettingValue::Value(value) => self.value(value),
+            SettingValue::Duration(duration) => duration.source.clone(),
+            SettingValue::List { items, .. } => {
+                let items: Vec<String> =
+                    items.iter().map(|item| self.setting_value(item)).collect();
+                format!("[{}]", items.join(", "))
+            }
         }
     }
 
@@ -466,6 +607,14 @@ mod tests {
     fn blocks_are_separated_by_one_blank_line_and_simple_items_keep_grouping() {
         let input = "provider \"a\"\nprovider \"b\"\n\n\n\ninclude \"x.rules\"\ncode c { class hard }\ncode d {\n}\n// end\n";
         let expected = "provider \"a\"\nprovider \"b\"\n\ninclude \"x.rules\"\n\ncode c {\n    class hard\n}\n\ncode d {\n}\n\n// end\n";
+        assert_eq!(fmt(input), expected);
+        assert_eq!(fmt(expected), expected);
+    }
+
+    #[test]
+    fn policies_keep_their_order_and_comments_and_inline_leaf_bodies() {
+        let input = "policy { // all of it\n  class transient {\n retry {max 3,\n initial 5s}\n // why\n on_exhausted skip // trailing\n }\n ladder { steps [5s,10s], attempts 5 }\n // footer\n}\n";
+        let expected = "policy { // all of it\n    class transient {\n        retry { max 3, initial 5s }\n        // why\n        on_exhausted skip // trailing\n    }\n    ladder { steps [5s, 10s], attempts 5 }\n    // footer\n}\n";
         assert_eq!(fmt(input), expected);
         assert_eq!(fmt(expected), expected);
     }

@@ -20,7 +20,15 @@ use crate::source::{SourceFile, Span};
 struct RulesParser;
 
 /// The keywords that start a top-level item.
-const ITEM_KEYWORDS: &[&str] = &["catalogue", "include", "tiers", "provider", "code", "rule"];
+const ITEM_KEYWORDS: &[&str] = &[
+    "catalogue",
+    "include",
+    "tiers",
+    "provider",
+    "code",
+    "rule",
+    "policy",
+];
 
 /// Parses one file. Always returns a tree (of the items that parsed) and the syntax
 /// diagnostics found; an empty diagnostic list means the whole file parsed.
@@ -120,6 +128,10 @@ fn describe_rule(rule: Rule) -> Option<&'static str> {
         Rule::kw_provider | Rule::provider => "`provider`",
         Rule::kw_code | Rule::code_block | Rule::c_code => "`code`",
         Rule::kw_rule | Rule::rule_block => "`rule`",
+        Rule::kw_policy | Rule::policy_block => "`policy`",
+        Rule::setting | Rule::setting_body => "a setting",
+        Rule::policy_list => "a list `[…]`",
+        Rule::duration => "a duration such as `5s`",
         Rule::doc => "a `///` doc comment",
         Rule::kw_class | Rule::c_class => "`class`",
         Rule::kw_flags | Rule::c_flags => "`flags`",
@@ -394,11 +406,130 @@ impl Builder<'_> {
                     Some(block) => Item::Rule(block),
                     None => continue,
                 },
+                Rule::policy_block => match self.policy(&pair) {
+                    Some(policy) => Item::Policy(policy),
+                    None => continue,
+                },
                 _ => continue,
             };
             items.push(item);
         }
         items
+    }
+
+    fn docs(&self, pair: &Pair<'_, Rule>) -> Vec<Spanned<String>> {
+        children(pair)
+            .filter(|child| child.as_rule() == Rule::doc)
+            .map(|doc| {
+                let text = find(&doc, Rule::doc_text)
+                    .map(|t| t.as_str().trim_end().to_owned())
+                    .unwrap_or_default();
+                Spanned {
+                    value: text,
+                    span: self.span(&doc),
+                }
+            })
+            .collect()
+    }
+
+    fn policy(&mut self, pair: &Pair<'_, Rule>) -> Option<PolicyBlock> {
+        Some(PolicyBlock {
+            span: self.span(pair),
+            docs: self.docs(pair),
+            keyword: self.span(&find(pair, Rule::kw_policy)?),
+            settings: self.settings(pair),
+            close: self.span(&find(pair, Rule::close_brace)?),
+        })
+    }
+
+    fn settings(&mut self, pair: &Pair<'_, Rule>) -> Vec<Setting> {
+        children(pair)
+            .filter(|child| child.as_rule() == Rule::setting)
+            .filter_map(|setting| self.setting(&setting))
+            .collect()
+    }
+
+    fn setting(&mut self, pair: &Pair<'_, Rule>) -> Option<Setting> {
+        let name = self.name(&find(pair, Rule::ident)?);
+        let mut value = None;
+        let mut body = None;
+        for child in children(pair).skip(1) {
+            match child.as_rule() {
+                Rule::setting_body => {
+                    body = Some(SettingBody {
+                        span: self.span(&child),
+                        settings: self.settings(&child),
+                    });
+                }
+                Rule::comma => {}
+                _ => value = self.setting_value(&child),
+            }
+        }
+        // The span ends at the value or body, not at a trailing comma.
+        let end = body
+            .as_ref()
+            .map(|body| body.span.end)
+            .or(value.as_ref().map(|value: &SettingValue| value.span().end))
+            .unwrap_or(name.span.end);
+        Some(Setting {
+            span: Span::new(name.span.start, end),
+            name,
+            value,
+            body,
+        })
+    }
+
+    fn setting_value(&mut self, pair: &Pair<'_, Rule>) -> Option<SettingValue> {
+        Some(match pair.as_rule() {
+            Rule::string => SettingValue::Value(Value::Str(self.string(pair))),
+            Rule::int => SettingValue::Value(Value::Int(self.int(pair))),
+            Rule::ident => SettingValue::Value(Value::Ident(self.name(pair))),
+            Rule::duration => SettingValue::Duration(self.duration(pair)),
+            Rule::policy_list => SettingValue::List {
+                span: self.span(pair),
+                items: children(pair)
+                    .filter(|item| {
+                        !matches!(
+                            item.as_rule(),
+                            Rule::open_bracket | Rule::close_bracket | Rule::comma
+                        )
+                    })
+                    .filter_map(|item| self.setting_value(&item))
+                    .collect(),
+            },
+            _ => return None,
+        })
+    }
+
+    fn duration(&mut self, pair: &Pair<'_, Rule>) -> DurationLit {
+        let span = self.span(pair);
+        let source = pair.as_str().to_owned();
+        let (digits, unit) = source.split_at(source.len().saturating_sub(1));
+        let factor: u64 = match unit {
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => 1,
+        };
+        let seconds = digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|count| count.checked_mul(factor));
+        if seconds.is_none() {
+            self.diagnostics.push(
+                Diagnostic::new(
+                    Code::IntegerOutOfRange,
+                    format!("duration `{source}` is too long"),
+                )
+                .primary(self.file, span, "does not fit in 64 bits of seconds")
+                .help("write a shorter duration; policy limits are at most days"),
+            );
+        }
+        DurationLit {
+            seconds,
+            source,
+            span,
+        }
     }
 
     fn block(

@@ -2,11 +2,17 @@
 //! feeds its ordered event stream to, and [`Effect`], everything it returns. How events are
 //! routed to the three private state machines is documented on [`Recovery`].
 
-use faultline_runtime::Bundle;
+use std::time::SystemTime;
+
+use faultline_policy::{
+    DecisionContext, DecisionOutcome, Failure, Input, PolicyState, decide, ladder_step,
+};
+use faultline_runtime::{Bundle, parse_instant};
 use serde::Serialize;
 
+use crate::decision::{Decision, Step};
 use crate::event::{ProviderProfile, RecoveryEvent};
-use crate::notices::{NoticeEffect, NoticeEvent, NoticeLifecycle};
+use crate::notices::{Ending, Notice, NoticeEffect, NoticeEvent, NoticeLifecycle};
 use crate::prompt::{Claim, Outcome, Verdict};
 use crate::prompt_evidence::PromptEvidence;
 use crate::response_attempt::{
@@ -28,6 +34,18 @@ pub enum Effect {
     Transcript(TranscriptEffect),
     /// A retry-notice store operation, a retry decision, a cancel reply or a storage report.
     Notice(NoticeEffect),
+    /// What the recovery policy decided about the terminal failure whose verdict precedes it
+    /// (an engine made with [`Recovery::deciding`] only).
+    Decision(Box<Decision>),
+    /// An effect of the route state machine: persist its state, arm or disarm a timer,
+    /// dispatch a retry, switch route, ask the user.
+    Route(faultline_policy::Effect),
+    /// The route state machine refused an event (a stale generation, a pending write, an event
+    /// its status does not expect); its state is unchanged.
+    RouteRefused {
+        /// Why.
+        refused: String,
+    },
 }
 
 impl Effect {
@@ -35,6 +53,14 @@ impl Effect {
     pub fn verdict(&self) -> Option<&Verdict> {
         match self {
             Effect::Evidence(Outcome::Failed(verdict)) => Some(verdict),
+            _ => None,
+        }
+    }
+
+    /// The policy's decision, when this is one.
+    pub fn decision(&self) -> Option<&Decision> {
+        match self {
+            Effect::Decision(decision) => Some(decision),
             _ => None,
         }
     }
@@ -85,6 +111,18 @@ pub struct Recovery {
     /// The execution the tracker follows, once known.
     tracked_execution: Option<String>,
     notices: NoticeLifecycle,
+    /// The policy side, for an engine made with [`Recovery::deciding`].
+    deciding: Option<Deciding>,
+}
+
+/// What a deciding engine keeps between failures.
+#[derive(Debug)]
+struct Deciding {
+    context: DecisionContext,
+    provider: String,
+    /// Attempts of the current interactive retry loop (0: no loop).
+    ladder_attempts: u32,
+    route: PolicyState,
 }
 
 impl Recovery {
@@ -95,7 +133,30 @@ impl Recovery {
             transcript: AttemptTracker::new(),
             tracked_execution: None,
             notices: NoticeLifecycle::new(),
+            deciding: None,
         }
+    }
+
+    /// The engine of a session whose provider `profile` describes, which also decides what
+    /// to do about each terminal failure with the bundle's recovery policy in `context`
+    /// ([`Effect::Decision`] after the verdict), drives the retry notices from those decisions
+    /// (one notice per interactive loop, updated per attempt, retired on every ending), and
+    /// runs the route state machine for long retries and fallbacks ([`Effect::Route`]).
+    pub fn deciding(profile: ProviderProfile, context: DecisionContext) -> Recovery {
+        let provider = profile.provider_id().to_owned();
+        let mut recovery = Recovery::new(profile);
+        recovery.deciding = Some(Deciding {
+            context,
+            provider,
+            ladder_attempts: 0,
+            route: PolicyState::new(),
+        });
+        recovery
+    }
+
+    /// The route state to persist, for a deciding engine.
+    pub fn route_state(&self) -> Option<&PolicyState> {
+        self.deciding.as_ref().map(|deciding| &deciding.route)
     }
 
     /// The code of the provider diagnostic the current attempt has recorded (and not
@@ -182,7 +243,11 @@ impl Recovery {
             }),
             RecoveryEvent::PromptReturned { claim, occurred_at } => {
                 let outcome = self.evidence.returned(bundle, &claim, &occurred_at);
+                let completed = outcome == Outcome::Completed;
                 let mut effects = vec![Effect::Evidence(outcome)];
+                if completed {
+                    effects.extend(self.succeeded(bundle));
+                }
                 effects.extend(self.track(&claim, ended(PromptEnd::Completed)));
                 effects
             }
@@ -199,7 +264,12 @@ impl Recovery {
                     &occurred_at,
                     lifecycle.as_ref(),
                 );
+                let decided = match &outcome {
+                    Outcome::Failed(verdict) => self.decide(bundle, verdict, &occurred_at),
+                    _ => Vec::new(),
+                };
                 let mut effects = vec![Effect::Evidence(outcome)];
+                effects.extend(decided);
                 effects.extend(self.track(&claim, ended(PromptEnd::Completed)));
                 effects
             }
@@ -236,7 +306,167 @@ impl Recovery {
             RecoveryEvent::NoticesDeleted { failed } => {
                 self.notice(NoticeEvent::Deleted { failed })
             }
+            RecoveryEvent::RouteWriteSucceeded => self.route(bundle, Input::WriteSucceeded),
+            RecoveryEvent::RouteWriteFailed => self.route(bundle, Input::WriteFailed),
+            RecoveryEvent::RouteTimerFired { generation, at } => match parse_instant(&at) {
+                Ok(now) => self.route(bundle, Input::TimerFired { generation, now }),
+                Err(error) => vec![refused(error.to_string())],
+            },
+            RecoveryEvent::RouteCancelRequested {
+                expected_generation,
+            } => self.route(
+                bundle,
+                Input::Cancel {
+                    expected_generation,
+                },
+            ),
+            RecoveryEvent::RouteSkipRequested {
+                expected_generation,
+            } => self.route(
+                bundle,
+                Input::SkipNow {
+                    expected_generation,
+                },
+            ),
+            RecoveryEvent::RouteLaunchFailed { generation } => {
+                self.route(bundle, Input::LaunchFailed { generation })
+            }
+            RecoveryEvent::RouteRestarted { at } => match parse_instant(&at) {
+                Ok(now) => {
+                    // A restart reloads what was persisted: the state's serialized form.
+                    if let Some(deciding) = self.deciding.as_mut()
+                        && let Ok(reloaded) = PolicyState::from_json(&deciding.route.to_json())
+                    {
+                        deciding.route = reloaded;
+                    }
+                    self.route(bundle, Input::Restarted { now })
+                }
+                Err(error) => vec![refused(error.to_string())],
+            },
         }
+    }
+
+    /// Applies one input to the route state machine of a deciding engine.
+    fn route(&mut self, bundle: &Bundle, input: Input) -> Vec<Effect> {
+        let Some(deciding) = self.deciding.as_mut() else {
+            return Vec::new();
+        };
+        match deciding.route.apply(bundle.policy(), input) {
+            Ok(effects) => effects.into_iter().map(Effect::Route).collect(),
+            Err(rejection) => vec![refused(rejection.to_string())],
+        }
+    }
+
+    /// A prompt completed: an interactive loop ends in success, a retrying route is active
+    /// again.
+    fn succeeded(&mut self, bundle: &Bundle) -> Vec<Effect> {
+        let Some(deciding) = self.deciding.as_mut() else {
+            return Vec::new();
+        };
+        deciding.ladder_attempts = 0;
+        let retrying = deciding.route.status() == faultline_policy::RouteStatus::Retrying;
+        let mut effects = self.notice(NoticeEvent::Ended(Ending::TurnSucceeded));
+        if retrying {
+            effects.extend(self.route(bundle, Input::Succeeded));
+        }
+        effects
+    }
+
+    /// The decision on a terminal failure, and the notice and route effects that follow it.
+    fn decide(&mut self, bundle: &Bundle, verdict: &Verdict, occurred_at: &str) -> Vec<Effect> {
+        let Some(deciding) = self.deciding.as_mut() else {
+            return Vec::new();
+        };
+        let policy = bundle.policy();
+        let failure = Failure::from_classification(&verdict.classification);
+        let effect_safe = verdict.safety.is_safe() && !verdict.duplicate;
+        let now = parse_instant(occurred_at).ok();
+        let outcome = match now {
+            Some(now) if effect_safe => decide(policy, deciding.context, Some(&failure), now),
+            _ => DecisionOutcome::Manual,
+        };
+        let now = now.unwrap_or(SystemTime::UNIX_EPOCH);
+        let mut after = Vec::new();
+        let mut notice = None;
+        let mut ending = None;
+        let step = match outcome {
+            DecisionOutcome::ShortRetry => {
+                deciding.ladder_attempts = deciding.ladder_attempts.saturating_add(1);
+                match ladder_step(policy, &failure, deciding.ladder_attempts, now) {
+                    Some(step) => {
+                        notice = Some(Notice {
+                            reason: step.label.clone(),
+                            provider: deciding.provider.clone(),
+                            attempt: step.attempt,
+                            max_attempts: step.max_attempts,
+                            deadline: step.retry_at,
+                        });
+                        Step::short_retry(&step)
+                    }
+                    None => {
+                        ending = Some(Ending::Exhausted);
+                        Step::LadderExhausted {
+                            max_attempts: policy.ladder.max_attempts,
+                        }
+                    }
+                }
+            }
+            DecisionOutcome::LongRetry | DecisionOutcome::Fallback => {
+                let input = Input::Failed {
+                    failure: Some(failure.clone()),
+                    effect_safe,
+                    now,
+                };
+                match deciding.route.apply(policy, input) {
+                    Ok(effects) => {
+                        after.extend(effects.into_iter().map(Effect::Route));
+                        let max_retries = policy
+                            .policy_for(&failure.code, failure.class)
+                            .map_or(0, |class_policy| class_policy.retry.max_retries);
+                        match deciding.route.history().last() {
+                            Some(record) => Step::route(
+                                record.action,
+                                record.reason,
+                                record.retry_ordinal,
+                                max_retries,
+                                record.deadline,
+                                now,
+                            ),
+                            None => Step::Manual,
+                        }
+                    }
+                    Err(rejection) => Step::RouteRefused {
+                        refused: rejection.to_string(),
+                    },
+                }
+            }
+            DecisionOutcome::Park => Step::Park,
+            DecisionOutcome::Manual => Step::Manual,
+        };
+        if notice.is_none() && deciding.ladder_attempts > 0 {
+            // Any other decision ends the interactive loop; its notices are retired.
+            ending = ending.or(Some(Ending::Terminal));
+        }
+        if notice.is_none() {
+            deciding.ladder_attempts = 0;
+        }
+        let mut effects = vec![Effect::Decision(Box::new(Decision {
+            code: failure.code.clone(),
+            class: failure.class,
+            at: faultline_runtime::format_instant(now),
+            reset_hint: verdict.classification.reset_hint.clone(),
+            effect_safe,
+            outcome,
+            step,
+        }))];
+        effects.extend(after);
+        if let Some(notice) = notice {
+            effects.extend(self.notice(NoticeEvent::AttemptScheduled(notice)));
+        }
+        if let Some(ending) = ending {
+            effects.extend(self.notice(NoticeEvent::Ended(ending)));
+        }
+        effects
     }
 
     /// A prompt began (`began`) or was bound: the tracker follows its execution and starts
@@ -296,6 +526,10 @@ impl Recovery {
         }
         effects
     }
+}
+
+fn refused(reason: String) -> Effect {
+    Effect::RouteRefused { refused: reason }
 }
 
 fn ended(reason: PromptEnd) -> impl FnOnce(u64) -> AttemptEvent {

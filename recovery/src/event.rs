@@ -242,4 +242,39 @@ pub enum RecoveryEvent {
         #[serde(default)]
         failed: Vec<NoticeId>,
     },
+
+    // ---- The route state machine (an engine made with `Recovery::deciding`) -------------
+    /// The durable write of the route state a `persist` effect asked for succeeded: the
+    /// transition's held effects are released.
+    RouteWriteSucceeded,
+    /// That write failed: the route state is restored and nothing is scheduled.
+    RouteWriteFailed,
+    /// A route timer fired.
+    RouteTimerFired {
+        /// The generation it was armed with.
+        generation: u64,
+        /// When (RFC 3339).
+        at: String,
+    },
+    /// The user cancelled (or stopped) the route's wait or retry. Idempotent.
+    RouteCancelRequested {
+        /// The generation the user saw.
+        expected_generation: u64,
+    },
+    /// The user chose "skip now" during the route's wait.
+    RouteSkipRequested {
+        /// The generation the user saw.
+        expected_generation: u64,
+    },
+    /// The dispatched route retry could not be launched.
+    RouteLaunchFailed {
+        /// The generation it was dispatched with.
+        generation: u64,
+    },
+    /// The orchestrator restarted and reloaded the route state it persisted: waits with a
+    /// deadline are re-armed; a `retrying` route is left for manual recovery.
+    RouteRestarted {
+        /// When (RFC 3339).
+        at: String,
+    },
 }

@@ -10,6 +10,9 @@
 //! deterministic: no threads, clocks, locks or storage inside.
 //!
 //! - [`Recovery`], [`RecoveryEvent`], [`Effect`], [`ProviderProfile`]: the entry point.
+//! - [`Decision`], [`Step`]: what the catalogue's recovery policy decided about a terminal
+//!   failure, returned beside its verdict by an engine made with [`Recovery::deciding`]; its
+//!   retry notices then follow the decisions (docs/policy.md).
 //! - [`prompt`]: the prompt attempt's identity, outcomes and verdicts, and the text rules the
 //!   engine and the ACP adapter share (the provider-diagnostic marker, the launch prompt).
 //! - [`projection`]: the sanitized provider projection of a terminal prompt error.
@@ -26,6 +29,7 @@
 //! the ACP adapter (`faultline-acp`) parses protocol metadata and provider ids and hands the
 //! engine typed events and a [`ProviderProfile`].
 
+mod decision;
 mod engine;
 mod event;
 mod prompt_evidence;
@@ -36,5 +40,6 @@ pub mod projection;
 pub mod prompt;
 pub mod response_attempt;
 
+pub use decision::{Decision, Step};
 pub use engine::{Effect, Recovery};
 pub use event::{ProviderProfile, RecoveryEvent};

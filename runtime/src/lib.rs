@@ -24,6 +24,10 @@
 //!   [`MAX_EXCERPT_BYTES`]), [`redact_provider_message`] (a provider message projection, cut to
 //!   [`MAX_PROVIDER_MESSAGE_BYTES`]) and [`holds_credential`]. Bundles carry the
 //!   [`REDACTION_VERSION`] they were checked with; `docs/evidence.md` lists every shape.
+//! - **Recovery policy**: [`RecoveryPolicy`], what the catalogue says to do about a classified
+//!   failure ([`ClassPolicy`] per class or code, the [`RetryLadder`], the [`DecisionRow`]s of
+//!   the decision table, the [`NoticeLabel`]s), validated on load ([`PolicyError`]) and read
+//!   with [`Bundle::policy`]; the `faultline-policy` crate evaluates it.
 //! - **Timing**: [`parse_instant`] (failing with a [`ParseInstantError`]) and
 //!   [`format_instant`] for RFC 3339 clocks, and [`reset_time`], the reset time the text
 //!   extractors read.
@@ -39,6 +43,7 @@
 pub mod build;
 mod bundle;
 mod evidence;
+mod policy;
 mod sanitize;
 mod structured;
 mod text;
@@ -50,6 +55,13 @@ pub use bundle::{
     PatternView, RulePosition, RuleView, Step, Trace,
 };
 pub use evidence::{Classification, Evidence};
+pub use policy::{
+    ClassPolicy, CodePolicy, DecisionRow, INITIAL_INTERVAL_RANGE, LADDER_ATTEMPTS_RANGE,
+    LADDER_STEP_RANGE, LADDER_STEPS_RANGE, MAX_LABEL_BYTES, MAX_POLICY_ENTRIES, MAX_RETRIES_RANGE,
+    MAX_RETRY_DELAY_SECONDS, MAX_WAIT_RANGE, NoticeLabel, POLICY_VERSION, PolicyError,
+    RESET_WITHIN_RANGE, RETRY_OFF, RecoveryPolicy, ResetWaitSection, RetryLadder, RetrySection,
+    WAIT_OFF,
+};
 pub use sanitize::{
     MAX_EXCERPT_BYTES, MAX_PROVIDER_MESSAGE_BYTES, REDACTION_VERSION, holds_credential,
 };
@@ -66,5 +78,6 @@ pub use timing::{
     HintOutcome, HintSource, HintStep, ParseInstantError, format_instant, parse_instant, reset_time,
 };
 pub use vocab::{
-    Class, Confidence, EvidenceField, Flag, Phase, Scope, Source, TextView, TimingExtractor,
+    Class, Confidence, DecisionContext, DecisionOutcome, EvidenceField, Flag, OnExhausted, Phase,
+    Scope, Source, TextView, TimingExtractor,
 };

@@ -184,6 +184,34 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// Where a failure happened, for the decision table of a recovery policy: which kind of
+    /// work the orchestrator was doing.
+    DecisionContext, "decision context" {
+        Kanban = "kanban": "an interactive task a person is watching: short retries, else manual",
+        Office = "office": "unattended background work: long retries, fallback or parking",
+    }
+}
+
+vocabulary! {
+    /// What a recovery policy's decision table says to do about a failure.
+    DecisionOutcome, "decision outcome" {
+        ShortRetry = "short_retry": "retry the same route on the short ladder, seconds apart",
+        LongRetry = "long_retry": "retry the same route later, minutes or hours apart",
+        Fallback = "fallback": "switch to the next candidate route",
+        Park = "park": "park the work until the provider recovers or a person acts",
+        Manual = "manual": "stop and ask the user (Resume or Start fresh)",
+    }
+}
+
+vocabulary! {
+    /// What a class policy does once its reset wait and retries are used up.
+    OnExhausted, "exhaustion action" {
+        Skip = "skip": "switch to the next candidate route",
+        Stop = "stop": "stop and ask the user",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/catalogue.rules"),
     ),
     ("codes.rules", include_str!("../../catalogue/codes.rules")),
+    ("policy.rules", include_str!("../../catalogue/policy.rules")),
     (
         "structured.rules",
         include_str!("../../catalogue/structured.rules"),

@@ -2,7 +2,10 @@
 //! entry point (`faultline_recovery::Recovery`, one per session) and prints every effect of
 //! each event — what it did to the prompt-attempt evidence and each terminal verdict with its
 //! reason, the transcript records to retract, the retry-notice store operations — for
-//! orchestrator authors debugging a session. The log format is docs/recovery.md's.
+//! orchestrator authors debugging a session. The log format is docs/recovery.md's. A session
+//! whose first line names a decision `context` (`kanban`, `office`) also decides with the
+//! recovery policy: each terminal failure's decision path is printed, its retry notices
+//! follow the decisions, and the `route_*` events drive its route state (docs/policy.md).
 //!
 //! A line that cannot be read is still answered (with an error object, as the JSON-lines
 //! protocol says), but the replay does not pretend it never happened: the event it held is
@@ -13,11 +16,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use faultline_acp::dialect::recovery_profile;
+use faultline_policy::{AskCause, DecisionContext};
 use faultline_recovery::notices::{CancelReply, NoticeEffect, Report, WriteTarget};
 use faultline_recovery::prompt::{Disposition, Outcome};
 use faultline_recovery::response_attempt::{MessageId, TranscriptEffect};
 use faultline_recovery::{Effect, Recovery, RecoveryEvent};
-use faultline_runtime::Bundle;
+use faultline_runtime::{Bundle, format_instant};
 use serde_json::{Map, Value};
 
 use super::Exit;
@@ -209,11 +213,45 @@ fn describe_notice(effect: &NoticeEffect) -> String {
     }
 }
 
+fn describe_route(effect: &faultline_policy::Effect) -> String {
+    use faultline_policy::Effect as Route;
+    match effect {
+        Route::Persist => "route: persist the state (then report the write)".to_owned(),
+        Route::ScheduleTimer { generation, at } => format!(
+            "route: arm the timer of generation {generation} at {}",
+            format_instant(*at)
+        ),
+        Route::DisarmTimer { generation } => {
+            format!("route: disarm the timer of generation {generation}")
+        }
+        Route::DispatchRetry { generation } => {
+            format!("route: dispatch the retry (generation {generation})")
+        }
+        Route::SwitchRoute => "route: switch to the next candidate".to_owned(),
+        Route::AskUser { cause } => format!(
+            "route: ask the user ({})",
+            match cause {
+                AskCause::Evaluated(reason) => {
+                    serde_json::to_value(reason)
+                        .ok()
+                        .and_then(|value| value.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                }
+                AskCause::Cancelled => "cancelled".to_owned(),
+                AskCause::LaunchFailed => "route_action_launch_failed".to_owned(),
+            }
+        ),
+    }
+}
+
 fn describe(effect: &Effect) -> String {
     match effect {
         Effect::Evidence(outcome) => describe_outcome(outcome),
         Effect::Transcript(effect) => describe_transcript(effect),
         Effect::Notice(effect) => describe_notice(effect),
+        Effect::Decision(decision) => format!("decision: {}", decision.path()),
+        Effect::Route(effect) => describe_route(effect),
+        Effect::RouteRefused { refused } => format!("route: refused ({refused})"),
     }
 }
 
@@ -234,15 +272,29 @@ impl Replay<'_> {
     /// The session's engine, created on its first line for the adapter `provider` names (a
     /// session that appears after a lost line of unknown session starts poisoned).
     fn session(&mut self, session_id: &str, provider: Option<String>) -> &mut Recovery {
+        self.session_in(session_id, provider, None)
+    }
+
+    /// [`Replay::session`]; a session created with a decision `context` decides with the
+    /// bundle's recovery policy ([`Recovery::deciding`]).
+    fn session_in(
+        &mut self,
+        session_id: &str,
+        provider: Option<String>,
+        context: Option<DecisionContext>,
+    ) -> &mut Recovery {
         let bundle = self.bundle;
         let poisoned = self.poison_every_session;
         let default_provider = &self.args.provider;
         self.sessions
             .entry(session_id.to_owned())
             .or_insert_with(|| {
-                let mut recovery = Recovery::new(recovery_profile(
-                    &provider.unwrap_or_else(|| default_provider.clone()),
-                ));
+                let profile =
+                    recovery_profile(&provider.unwrap_or_else(|| default_provider.clone()));
+                let mut recovery = match context {
+                    Some(context) => Recovery::deciding(profile, context),
+                    None => Recovery::new(profile),
+                };
                 if poisoned {
                     let _poisoned = recovery.apply(bundle, RecoveryEvent::EventUnreadable);
                 }
@@ -287,9 +339,26 @@ impl Replay<'_> {
                 return Err(error);
             }
         };
+        let context = match string_field(&mut fields, "context") {
+            Ok(None) => None,
+            Ok(Some(name)) => match DecisionContext::from_name(&name) {
+                Some(context) => Some(context),
+                None => {
+                    self.poisoned_by_line = Some(self.poison(&session_id, provider));
+                    return Err(LineError::field(
+                        "context",
+                        format!("unknown decision context `{name}`; expected `kanban` or `office`"),
+                    ));
+                }
+            },
+            Err(error) => {
+                self.poisoned_by_line = Some(self.poison(&session_id, provider));
+                return Err(error);
+            }
+        };
         match super::classify::typed::<RecoveryEvent>(fields) {
             Ok(event) => {
-                self.session(&session_id, provider);
+                self.session_in(&session_id, provider, context);
                 Ok((session_id, event))
             }
             Err(error) => {
@@ -311,6 +380,7 @@ impl json_lines::Answers for Replay<'_> {
             event,
             RecoveryEvent::RecordAllocated { .. } | RecoveryEvent::RecordContinued { .. }
         );
+        let restart = matches!(event, RecoveryEvent::RouteRestarted { .. });
         let bundle = self.bundle;
         let args = self.args;
         let recovery = self.session(&session_id, None);
@@ -323,9 +393,16 @@ impl json_lines::Answers for Replay<'_> {
             if let Some(outcome) = effects.iter().find_map(Effect::evidence) {
                 answer.insert("outcome".to_owned(), json_value(outcome));
             }
+            if let Some(decision) = effects.iter().find_map(Effect::decision) {
+                let mut value = json_value(decision);
+                if let Value::Object(fields) = &mut value {
+                    fields.insert("path".to_owned(), Value::from(decision.path()));
+                }
+                answer.insert("decision".to_owned(), value);
+            }
             let others: Vec<Value> = effects
                 .iter()
-                .filter(|effect| effect.evidence().is_none())
+                .filter(|effect| effect.evidence().is_none() && effect.decision().is_none())
                 .map(json_value)
                 .collect();
             answer.insert("effects".to_owned(), Value::Array(others));
@@ -334,6 +411,15 @@ impl json_lines::Answers for Replay<'_> {
             let mut parts: Vec<String> = effects.iter().map(describe).collect();
             if transcript_record {
                 parts.push(format!("retractable now: {}", ids(recovery.retractable())));
+            } else if restart && parts.is_empty() {
+                parts.push(format!(
+                    "route: nothing to re-arm (the route is {}; a `retrying` route is left for manual recovery)",
+                    recovery
+                        .route_state()
+                        .and_then(|state| serde_json::to_value(state.status()).ok())
+                        .and_then(|status| status.as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "not decided".to_owned())
+                ));
             } else if parts.is_empty() {
                 parts.push("no effect".to_owned());
             }

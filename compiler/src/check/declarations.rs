@@ -163,7 +163,7 @@ impl Checker<'_> {
                             }
                         }
                     }
-                    Item::Header(_) | Item::Include(_) => {}
+                    Item::Header(_) | Item::Include(_) | Item::Policy(_) => {}
                 }
             }
         }

@@ -5,12 +5,14 @@
 //! One module per kind of thing checked: [`declarations`] (header, tiers, providers, codes),
 //! [`values`] (closed vocabularies, numbers, provider ids, tokens), [`rules`] (rule blocks and
 //! their order relations), [`guards`] (`when` clauses), [`matchers`] (`match`/`unless`
-//! clauses, patterns, literals, remediation captures) and [`examples`] (inline evidence).
+//! clauses, patterns, literals, remediation captures), [`examples`] (inline evidence) and
+//! [`policy`] (the `policy` block).
 
 mod declarations;
 mod examples;
 mod guards;
 mod matchers;
+mod policy;
 mod rules;
 mod values;
 
@@ -139,6 +141,7 @@ impl Checker<'_> {
             }
         }
         let (name, version) = self.header(loaded);
+        let policy = self.policy(loaded, &codes);
         Catalogue {
             name,
             version,
@@ -146,6 +149,7 @@ impl Checker<'_> {
             providers: declarations.providers,
             codes,
             rules,
+            policy,
         }
     }
 

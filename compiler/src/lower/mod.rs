@@ -527,6 +527,7 @@ fn lower_included(
         rules,
         views,
         literals,
+        policy: catalogue.policy.clone(),
     };
     Ok(Lowered {
         model,

@@ -616,6 +616,7 @@ mod tests {
             providers: Vec::new(),
             codes: Vec::new(),
             rules,
+            policy: None,
         }
     }
 

@@ -37,7 +37,9 @@ pub use view::{
 };
 use wire::Header;
 
+use crate::policy::RecoveryPolicy;
 use crate::sanitize::REDACTION_VERSION;
+use crate::vocab::Class;
 
 /// Size limit, in bytes, of the compiled program of every regex a bundle's patterns are
 /// compiled to when it loads (exact confirmation of widened patterns, captures, case-folded
@@ -55,6 +57,7 @@ pub struct Bundle {
     model: CatalogueModel,
     engine: classify::Engine,
     positions: HashMap<String, RulePosition>,
+    policy: RecoveryPolicy,
 }
 
 // An orchestrator loads one bundle and shares it between threads: that must stay possible.
@@ -76,9 +79,20 @@ impl Bundle {
                 .map(CatalogueModel::from),
             4 => postcard::from_bytes::<model::CatalogueModelV4>(model_bytes)
                 .map(CatalogueModel::from),
+            5 => postcard::from_bytes::<model::CatalogueModelV5>(model_bytes)
+                .map(CatalogueModel::from),
             _ => postcard::from_bytes(model_bytes),
         }
         .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
+        // A bundle without a policy (an older format, or a catalogue without a `policy` block)
+        // gets the reference's defaults; a policy it carries must be valid.
+        let policy = model
+            .policy
+            .clone()
+            .unwrap_or_else(RecoveryPolicy::reference);
+        policy
+            .validate()
+            .map_err(|error| LoadError::malformed(error.to_string()))?;
         if model.redaction_version != REDACTION_VERSION {
             return Err(error::Repr::RedactionVersion {
                 bundle: model.redaction_version,
@@ -103,7 +117,23 @@ impl Bundle {
             model,
             engine,
             positions,
+            policy,
         })
+    }
+
+    /// The catalogue's recovery policy, validated when the bundle loaded.
+    pub fn policy(&self) -> &RecoveryPolicy {
+        &self.policy
+    }
+
+    /// The class the catalogue gives `code`: `unclassified` for a code it does not declare
+    /// (reference §G.4: an unknown code fails closed).
+    pub fn class_of(&self, code: &str) -> Class {
+        self.model
+            .codes
+            .iter()
+            .find(|entry| entry.name == code)
+            .map_or(Class::Unclassified, |entry| entry.class)
     }
 
     /// The header: versions, catalogue, hashes.

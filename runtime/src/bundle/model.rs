@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::policy::RecoveryPolicy;
+
 use crate::structured::{Body, Headers};
 use crate::vocab::{
     Class, Confidence, EvidenceField, Phase, Scope, Source, TextView, TimingExtractor,
@@ -23,6 +25,35 @@ pub struct CatalogueModel {
     pub views: Vec<ViewEntry>,
     /// Prefilter: literals (ASCII-lowercase) of which a gated rule needs at least one.
     pub literals: Vec<LiteralEntry>,
+    /// The catalogue's recovery policy (format 6); `None` when the catalogue has no `policy`
+    /// block, and in bundles of older formats: the loader gives those the reference's defaults.
+    pub policy: Option<RecoveryPolicy>,
+}
+
+/// The catalogue model of format 5, which carried no recovery policy: read and converted (the
+/// loader gives it the reference's defaults).
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogueModelV5 {
+    redaction_version: String,
+    tiers: Vec<String>,
+    codes: Vec<CodeEntry>,
+    rules: Vec<RuleEntry>,
+    views: Vec<ViewEntry>,
+    literals: Vec<LiteralEntry>,
+}
+
+impl From<CatalogueModelV5> for CatalogueModel {
+    fn from(old: CatalogueModelV5) -> CatalogueModel {
+        CatalogueModel {
+            redaction_version: old.redaction_version,
+            tiers: old.tiers,
+            codes: old.codes,
+            rules: old.rules,
+            views: old.views,
+            literals: old.literals,
+            policy: None,
+        }
+    }
 }
 
 /// A declared code.
@@ -327,6 +358,7 @@ impl From<CatalogueModelV4> for CatalogueModel {
             rules: old.rules.into_iter().map(RuleEntry::from).collect(),
             views: old.views,
             literals: old.literals,
+            policy: None,
         }
     }
 }
