@@ -3,7 +3,10 @@
 //!
 //! An event is the log line of docs/recovery.md (`{"event":"prompt_began",…}`) without its
 //! `session` (the path names it), with an optional `provider_id` (the session's agent; read on
-//! the session's first event) and an optional `id` (echoed). A body of JSON lines
+//! the session's first event), an optional `context` (`kanban` or `office`: on the session's
+//! first event it makes the session decide with the bundle's recovery policy, docs/policy.md, so
+//! every terminal failure's answer also carries the decision and the route effects) and an
+//! optional `id` (echoed). A body of JSON lines
 //! (`Content-Type: application/x-ndjson`) is a batch: one answer line per input line, in order,
 //! and the batch stops at the first line that is not acknowledged (every later line is answered
 //! "not applied"), because applying later events over a gap would decide on a stream the
@@ -18,6 +21,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use axum::routing::{get, post};
 use faultline_recovery::RecoveryEvent;
+use faultline_runtime::DecisionContext;
 use serde_json::{Map, Value, json};
 
 use crate::api::{App, answer, error_response, read_body};
@@ -56,11 +60,15 @@ fn refuse_id(id: &str) -> Option<Response> {
     }
 }
 
-/// An event and the `provider_id` it came with.
-type ProvidedEvent = (Option<String>, RecoveryEvent);
+/// An event and the session settings it came with.
+pub(crate) struct Provided {
+    pub(crate) provider: Option<String>,
+    pub(crate) context: Option<DecisionContext>,
+    pub(crate) event: RecoveryEvent,
+}
 
-/// One line: its `id`, `provider_id` and typed event.
-fn read_event(bytes: &[u8]) -> (Option<Value>, Result<ProvidedEvent, LineError>) {
+/// One line: its `id`, `provider_id`, `context` and typed event.
+fn read_event(bytes: &[u8]) -> (Option<Value>, Result<Provided, LineError>) {
     let (id, fields) = lines::parse_object(bytes);
     let parsed = fields.and_then(|mut fields| {
         let provider = match fields.remove("provider_id") {
@@ -73,13 +81,35 @@ fn read_event(bytes: &[u8]) -> (Option<Value>, Result<ProvidedEvent, LineError>)
                 ));
             }
         };
+        let context = match fields.remove("context") {
+            None => None,
+            Some(Value::String(name)) => match DecisionContext::from_name(&name) {
+                Some(context) => Some(context),
+                None => {
+                    return Err(LineError::field(
+                        "context",
+                        format!("unknown decision context `{name}`; expected `kanban` or `office`"),
+                    ));
+                }
+            },
+            Some(other) => {
+                return Err(LineError::field(
+                    "context",
+                    format!("expected a string, found {}", lines::json_kind(&other)),
+                ));
+            }
+        };
         if fields.contains_key("session") {
             return Err(LineError::field(
                 "session",
                 "the path names the session: leave `session` out of the event",
             ));
         }
-        lines::typed::<RecoveryEvent>(fields).map(|event| (provider, event))
+        lines::typed::<RecoveryEvent>(fields).map(|event| Provided {
+            provider,
+            context,
+            event,
+        })
     });
     (id, parsed)
 }
@@ -92,6 +122,7 @@ fn applied_json(session: &str, id: Option<&Value>, applied: &Applied) -> String 
         "bundle": applied.bundle,
         "effects": applied.effects,
         "wait": applied.wait,
+        "route_write": applied.route_write,
     });
     lines::one_line(lines::with_id(body.to_string(), id))
 }
@@ -110,6 +141,16 @@ fn refusal(refused: &Refusal) -> (StatusCode, LineError) {
             LineError::field(
                 "provider_id",
                 format!("the session's provider is `{session}`, not `{given}`"),
+            ),
+        ),
+        Refusal::ContextMismatch { session, given } => (
+            StatusCode::CONFLICT,
+            LineError::field(
+                "context",
+                format!(
+                    "the session's decision context is {}, not `{given}`: it is set by the session's first event",
+                    session.map_or_else(|| "unset".to_owned(), |name| format!("`{name}`"))
+                ),
             ),
         ),
         Refusal::Store(error) => (
@@ -160,15 +201,11 @@ async fn events(
     let active = app.bundles.current();
     if !batch {
         let (id, parsed) = read_event(&bytes);
-        let (provider, event) = match parsed {
+        let provided = match parsed {
             Ok(parsed) => parsed,
             Err(error) => return error_response(StatusCode::BAD_REQUEST, &error),
         };
-        return match app
-            .sessions
-            .append(&session, provider, event, &active)
-            .await
-        {
+        return match app.sessions.append(&session, provided, &active).await {
             Ok(applied) => answer(
                 StatusCode::OK,
                 applied_json(&session, id.as_ref(), &applied),
@@ -199,9 +236,9 @@ async fn events(
             continue;
         }
         let result = match parsed {
-            Ok((provider, event)) => app
+            Ok(provided) => app
                 .sessions
-                .append(&session, provider, event, &active)
+                .append(&session, provided, &active)
                 .await
                 .map_err(|refused| refusal(&refused)),
             Err(error) => Err((StatusCode::BAD_REQUEST, error)),

@@ -51,6 +51,8 @@ pub(crate) struct Append<'a> {
     /// Its sequence number: the session's event count before it.
     pub(crate) sequence: u64,
     pub(crate) provider_id: &'a str,
+    /// The session's decision context (`kanban`, `office`), if it decides.
+    pub(crate) context: Option<&'a str>,
     pub(crate) bundle_hash: &'a str,
     pub(crate) bundle_bytes: &'a [u8],
     /// The event as the engine reads it (its JSON object).
@@ -62,6 +64,10 @@ pub(crate) struct Append<'a> {
 pub(crate) struct SessionRecord {
     pub(crate) provider_id: String,
     pub(crate) events: u64,
+    /// The decision context the session decides in; absent: it does not decide (and in the
+    /// records of servers that predate decisions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<String>,
 }
 
 /// What the `events` table holds per event.
@@ -142,6 +148,7 @@ impl Store for RedbStore {
         let session = serde_json::to_vec(&SessionRecord {
             provider_id: append.provider_id.to_owned(),
             events: append.sequence.saturating_add(1),
+            context: append.context.map(str::to_owned),
         })
         .map_err(|error| fail(&error))?;
         let write = self.database.begin_write().map_err(|error| fail(&error))?;
@@ -283,6 +290,7 @@ mod tests {
                         session: "s1",
                         sequence,
                         provider_id: "claude-acp",
+                        context: Some("office"),
                         bundle_hash: "h1",
                         bundle_bytes: b"bytes",
                         event: &event(sequence),
@@ -294,6 +302,7 @@ mod tests {
                     session: "s10",
                     sequence: 0,
                     provider_id: "",
+                    context: None,
                     bundle_hash: "h1",
                     bundle_bytes: b"other bytes are ignored: the hash is known",
                     event: &event(9),
@@ -309,14 +318,16 @@ mod tests {
                     "s1".to_owned(),
                     SessionRecord {
                         provider_id: "claude-acp".to_owned(),
-                        events: 3
+                        events: 3,
+                        context: Some("office".to_owned()),
                     }
                 ),
                 (
                     "s10".to_owned(),
                     SessionRecord {
                         provider_id: String::new(),
-                        events: 1
+                        events: 1,
+                        context: None,
                     }
                 )
             ]

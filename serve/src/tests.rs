@@ -869,3 +869,139 @@ async fn every_route_is_documented_and_every_answer_matches_the_openapi_document
     let all: std::collections::BTreeSet<_> = documented.into_iter().collect();
     assert_eq!(answered, all, "every documented operation is exercised");
 }
+
+/// The repository catalogue's bundle: its policy waits for a validated quota reset (a
+/// bundle older than format 6 decides with the reference defaults, which never wait).
+fn catalogue_bytes() -> Vec<u8> {
+    faultline_testkit::compile("catalogue/catalogue.rules")
+        .bundle
+        .unwrap()
+}
+
+const QUOTA_BEGAN: &str = r#"{"provider_id":"claude-acp","context":"office","event":"prompt_began","execution_id":"exec-1","generation":7}"#;
+const QUOTA_FAILED: &str = r#"{"event":"prompt_failed","execution_id":"exec-1","generation":7,"error":{"code":-32603,"message":"Internal error: You've hit your limit · resets 2pm (UTC)"},"occurred_at":"2099-10-01T09:30:00Z"}"#;
+
+#[tokio::test]
+async fn a_deciding_session_answers_with_the_decision_and_waits_on_the_route() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let h = harness_with(
+            Arc::new(RedbStore::open(dir.path()).unwrap()),
+            Limits::default(),
+        );
+        std::fs::write(&h.bundle_path, catalogue_bytes()).unwrap();
+        let reloaded = call(
+            &h.router,
+            "POST",
+            "/v1/admin/reload",
+            None,
+            Body::empty(),
+            Some(TOKEN),
+        )
+        .await;
+        assert_eq!(reloaded.json()["outcome"], "swapped");
+        let began = post(&h.router, "/v1/sessions/quota/events", QUOTA_BEGAN).await;
+        assert_eq!(began.status, StatusCode::OK, "{:?}", began.json());
+        let failed = post(&h.router, "/v1/sessions/quota/events", QUOTA_FAILED).await;
+        assert_eq!(failed.status, StatusCode::OK, "{:?}", failed.json());
+        let answer = failed.json();
+        let effects = answer["effects"].to_string();
+        // The decision, and the timer the route state released once the server stored it.
+        assert!(effects.contains(r#""outcome":"long_retry""#), "{effects}");
+        assert!(
+            effects.contains(r#""action":"waiting_for_reset""#),
+            "{effects}"
+        );
+        assert!(effects.contains(r#""schedule_timer""#), "{effects}");
+        assert_eq!(answer["route_write"], "stored");
+        assert_eq!(answer["wait"]["kind"], "route");
+        assert_eq!(answer["wait"]["deadline"], "2099-10-01T14:00:00Z");
+        assert_eq!(answer["wait"]["reason"], "quota_limited");
+        let generation = answer["wait"]["generation"].clone();
+        assert!(generation.is_u64(), "{answer}");
+        // Another context than the first event's is refused, naming the field.
+        let other = post(
+            &h.router,
+            "/v1/sessions/quota/events",
+            r#"{"context":"kanban","event":"model_settled","model_id":"m"}"#,
+        )
+        .await;
+        assert_eq!(other.status, StatusCode::CONFLICT);
+        assert_eq!(other.json()["error"]["field"], "context");
+        let view = call(
+            &h.router,
+            "GET",
+            "/v1/sessions/quota",
+            None,
+            Body::empty(),
+            None,
+        )
+        .await
+        .json();
+        assert_eq!(view["context"], "office");
+        assert_eq!(view["route"]["status"], "waiting_for_reset");
+    }
+    // After a restart the route's wait is re-armed with its deadline (F.3).
+    let h = harness_with(
+        Arc::new(RedbStore::open(dir.path()).unwrap()),
+        Limits::default(),
+    );
+    let waits = call(&h.router, "GET", "/v1/waits", None, Body::empty(), None)
+        .await
+        .json();
+    assert_eq!(waits["waits"][0]["session"], "quota", "{waits}");
+    assert_eq!(waits["waits"][0]["kind"], "route");
+    assert_eq!(waits["waits"][0]["deadline"], "2099-10-01T14:00:00Z");
+    assert_eq!(waits["waits"][0]["due"], false);
+    let view = call(
+        &h.router,
+        "GET",
+        "/v1/sessions/quota",
+        None,
+        Body::empty(),
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(view["route"]["status"], "waiting_for_reset");
+}
+
+#[tokio::test]
+async fn a_failed_route_write_schedules_nothing() {
+    // The first two writes (the two events) succeed; the third, the route state's confirmation,
+    // fails: the engine is told, nothing is scheduled, and the answer says so.
+    let h = harness_with(
+        Arc::new(FailingStore {
+            inner: RedbStore::in_memory().unwrap(),
+            fail_at: 3,
+            appends: AtomicU64::new(0),
+        }),
+        Limits::default(),
+    );
+    std::fs::write(&h.bundle_path, catalogue_bytes()).unwrap();
+    let reloaded = call(
+        &h.router,
+        "POST",
+        "/v1/admin/reload",
+        None,
+        Body::empty(),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(reloaded.json()["outcome"], "swapped");
+    assert_eq!(
+        post(&h.router, "/v1/sessions/quota/events", QUOTA_BEGAN)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let failed = post(&h.router, "/v1/sessions/quota/events", QUOTA_FAILED).await;
+    assert_eq!(failed.status, StatusCode::OK);
+    let answer = failed.json();
+    assert_eq!(answer["route_write"], "failed");
+    assert!(
+        !answer["effects"].to_string().contains("schedule_timer"),
+        "{answer}"
+    );
+    assert_eq!(answer["wait"], Value::Null);
+}
