@@ -532,11 +532,21 @@ impl View<'_> {
         // Only a *new* attempt re-opens it (the `Event::LifecycleRetired` docs: "until a new
         // attempt binds its full identity"; §A.5, §F.6; issue 17 item 2): a record begun since
         // the retirement whose identity no earlier record held, bound in full.
+        // Each record sees only the events before the next begin: a bind after a later begin
+        // binds that later record, not this one.
         let re_opened = self
             .begins
             .iter()
-            .filter(|&&begin| begin > retired_at)
-            .any(|&begin| self.replay(begin).0.bound_new);
+            .enumerate()
+            .filter(|&(_, &begin)| begin > retired_at)
+            .any(|(position, &begin)| {
+                let end = self
+                    .begins
+                    .get(position + 1)
+                    .copied()
+                    .unwrap_or(self.history.len());
+                self.replay_until(begin, end).0.bound_new
+            });
         !re_opened
     }
 
@@ -1864,6 +1874,45 @@ fn re_binding_the_retired_attempt_does_not_re_open_the_lifecycle() {
             Event::LifecycleRetired,
             Event::PromptBound {
                 claim: full("exec-1", 1),
+            },
+            Event::PromptFailed {
+                claim: full("exec-1", 1),
+                error: prompt_error(-32603, OVERLOADED_TERMINAL, None),
+                occurred_at: OCCURRED_AT[0].to_owned(),
+                lifecycle: None,
+            },
+        ],
+    );
+}
+
+/// Found by the model test: a bind belongs to the record current when it arrives. Here a record
+/// begun after the retirement without an identity is superseded by another begin; the bind that
+/// follows conflicts with that later record (poisoning it) and binds nothing, so nothing new was
+/// bound and the lifecycle stays retired. The model used to replay the earlier record over the
+/// later record's events, saw the bind complete it, and re-opened the lifecycle.
+#[test]
+fn a_bind_after_a_later_begin_does_not_re_open_a_retired_lifecycle_through_an_earlier_record() {
+    let none = Claim {
+        execution_id: None,
+        generation: 0,
+    };
+    let generation_only = Claim {
+        execution_id: None,
+        generation: 1,
+    };
+    assert_model_agrees(
+        "claude-acp",
+        &[
+            Event::PromptBegan {
+                claim: full("exec-2", 1),
+            },
+            Event::LifecycleRetired,
+            Event::PromptBegan { claim: none },
+            Event::PromptBegan {
+                claim: generation_only,
+            },
+            Event::PromptBound {
+                claim: full("exec-1", 2),
             },
             Event::PromptFailed {
                 claim: full("exec-1", 1),
