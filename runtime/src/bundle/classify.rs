@@ -39,12 +39,16 @@ pub(super) struct Engine {
     views: Vec<ViewEngine>,
     prefilter: Prefilter,
     /// Rules above low confidence that fire on their structured guards alone (no text
-    /// matcher) or that the prefilter never skips: the gate checks their guards first.
-    ungated: Vec<usize>,
+    /// matcher) or that the prefilter never skips, with the structured parts their guards
+    /// need: the gate checks their guards first.
+    ungated: Vec<(usize, Parts)>,
     /// Every rule the prefilter cannot skip (no text matcher, or not gated), in order: with the
     /// rules the prefilter admits, the only rules a classification evaluates, so that its cost
     /// follows what the text mentions, not the size of the catalogue.
     unskippable: Vec<usize>,
+    /// Those of [`Engine::unskippable`] whose guards need no structured part (status, exit
+    /// code, headers, body): the only ones that can fire on text-only evidence, the usual kind.
+    unskippable_textual: Vec<usize>,
     /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
     rule_regexes: Vec<RuleRegexes>,
     /// What the catalogue's catch-all (its last rule) answers, without excerpt and catalogue
@@ -147,14 +151,24 @@ impl Engine {
             .filter(|(_, rule)| {
                 rule.confidence != Confidence::Low && (rule.matchers.is_empty() || !rule.gated)
             })
-            .map(|(index, _)| index)
+            .map(|(index, rule)| (index, Parts::needed_by(&rule.guards)))
             .collect();
-        let unskippable = model
+        let unskippable: Vec<usize> = model
             .rules
             .iter()
             .enumerate()
             .filter(|(_, rule)| rule.matchers.is_empty() || !rule.gated)
             .map(|(index, _)| index)
+            .collect();
+        let unskippable_textual = unskippable
+            .iter()
+            .copied()
+            .filter(|index| {
+                model
+                    .rules
+                    .get(*index)
+                    .is_none_or(|rule| Parts::NONE.covers(Parts::needed_by(&rule.guards)))
+            })
             .collect();
         let mut rule_regexes = Vec::new();
         for rule in &model.rules {
@@ -173,6 +187,7 @@ impl Engine {
             prefilter,
             ungated,
             unskippable,
+            unskippable_textual,
             rule_regexes,
             catch_all,
         })
@@ -192,34 +207,25 @@ impl Engine {
     /// literals in the raw text (see the compiler's `literals` module); ungated rules whose
     /// guards hold answer `true`.
     pub(super) fn may_classify(&self, model: &CatalogueModel, evidence: &Evidence) -> bool {
-        let guards_hold = |index: &usize| {
+        let carried = Parts::carried_by(evidence);
+        let guards_hold = |index: usize| {
             model
                 .rules
-                .get(*index)
+                .get(index)
                 .is_some_and(|rule| failed_guard(&rule.guards, evidence).is_none())
         };
-        if self.ungated.iter().any(guards_hold) {
+        if self
+            .ungated
+            .iter()
+            .any(|(index, needed)| carried.covers(*needed) && guards_hold(*index))
+        {
             return true;
         }
         // Every other rule above low confidence is gated: one of its literals must occur in the
         // text rules read. Every word of the sanitized view is in that raw view or introduced
         // by the redaction (which the literals never require).
         let views = TextViews::new(evidence);
-        let raw = views.raw();
-        if !self.prefilter.gate_passes(raw) {
-            return false;
-        }
-        // Some literal occurs: whether it belongs to a rule whose guards hold.
-        self.prefilter
-            .admitted_rules(raw)
-            .iter()
-            .filter(|index| {
-                model
-                    .rules
-                    .get(**index)
-                    .is_some_and(|rule| rule.confidence != Confidence::Low)
-            })
-            .any(guards_hold)
+        self.prefilter.any_admitted(views.raw(), guards_hold)
     }
 
     /// Evaluates one rule alone: whether it fires on `evidence`, whatever outranks it.
@@ -270,7 +276,12 @@ impl Engine {
             let mut admitted = self.prefilter.admitted_rules(texts.raw());
             admitted.sort_unstable();
             admitted.dedup();
-            for index in merged(&admitted, &self.unskippable) {
+            let unskippable = if Parts::carried_by(evidence) == Parts::NONE {
+                &self.unskippable_textual
+            } else {
+                &self.unskippable
+            };
+            for index in merged(&admitted, unskippable) {
                 let Some(rule) = model.rules.get(index) else {
                     continue;
                 };
@@ -643,6 +654,68 @@ fn present(evidence: &Evidence, field: EvidenceField) -> bool {
         EvidenceField::Headers => evidence.headers.as_ref().is_some_and(|h| !h.is_empty()),
         EvidenceField::Body => evidence.body.as_ref().is_some_and(|body| !body.is_empty()),
         other => text_field(evidence, other).is_some_and(|text| !text.is_empty()),
+    }
+}
+
+/// Structured parts of evidence, a bit each: those a rule's guards need present, or those an
+/// evidence carries. Guards on a part the evidence lacks never hold, so a rule needing a part
+/// that is missing is skipped without evaluating its guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Parts(u8);
+
+impl Parts {
+    const NONE: Parts = Parts(0);
+    const STATUS: u8 = 1;
+    const EXIT_CODE: u8 = 2;
+    const HEADERS: u8 = 4;
+    const BODY: u8 = 8;
+
+    fn needed_by(guards: &GuardsEntry) -> Parts {
+        let mut needed = 0;
+        if guards.http_status.is_some() {
+            needed |= Parts::STATUS;
+        }
+        if guards.exit_code.is_some() {
+            needed |= Parts::EXIT_CODE;
+        }
+        if !guards.headers.is_empty() {
+            needed |= Parts::HEADERS;
+        }
+        if !guards.body.is_empty() {
+            needed |= Parts::BODY;
+        }
+        for field in &guards.present {
+            needed |= match field {
+                EvidenceField::HttpStatus => Parts::STATUS,
+                EvidenceField::ExitCode => Parts::EXIT_CODE,
+                EvidenceField::Headers => Parts::HEADERS,
+                EvidenceField::Body => Parts::BODY,
+                _ => 0,
+            };
+        }
+        Parts(needed)
+    }
+
+    fn carried_by(evidence: &Evidence) -> Parts {
+        let mut carried = 0;
+        if evidence.http_status.is_some() {
+            carried |= Parts::STATUS;
+        }
+        if evidence.exit_code.is_some() {
+            carried |= Parts::EXIT_CODE;
+        }
+        if evidence.headers.is_some() {
+            carried |= Parts::HEADERS;
+        }
+        if evidence.body.is_some() {
+            carried |= Parts::BODY;
+        }
+        Parts(carried)
+    }
+
+    /// Whether every part of `needed` is in `self`.
+    fn covers(self, needed: Parts) -> bool {
+        needed.0 & !self.0 == 0
     }
 }
 

@@ -5,8 +5,8 @@
 //! (ASCII-lowercase, compared case-insensitively). One overlapping Aho-Corasick pass over the
 //! raw text admits the rules of every literal found; a gated rule that is not admitted cannot
 //! fire, so the rule walk (`super::classify`) skips it. The gate is the same idea for
-//! [`crate::Bundle::may_classify`]: one `is_match` over the literals of the rules above low
-//! confidence.
+//! [`crate::Bundle::may_classify`]: one overlapping pass over the literals of the rules above
+//! low confidence, which stops at the first literal admitting a rule whose guards hold.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 
@@ -14,9 +14,9 @@ use super::LoadError;
 use super::model::CatalogueModel;
 use crate::vocab::Confidence;
 
-/// The UTF-8 encodings of the two non-ASCII characters whose simple case folding reaches ASCII
-/// letters (KELVIN SIGN → k, LATIN SMALL LETTER LONG S → s).
-const NON_ASCII_FOLDS: [&[u8]; 2] = ["\u{212A}".as_bytes(), "\u{017F}".as_bytes()];
+/// The two non-ASCII characters whose simple case folding reaches ASCII letters (KELVIN SIGN →
+/// k, LATIN SMALL LETTER LONG S → s).
+const NON_ASCII_FOLDS: [char; 2] = ['\u{212A}', '\u{017F}'];
 
 #[derive(Debug)]
 pub(super) struct Prefilter {
@@ -25,9 +25,13 @@ pub(super) struct Prefilter {
     literal_rules: Vec<Vec<usize>>,
     /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
     fold_rules: Vec<usize>,
-    /// The literals of every rule that is not low-confidence, for [`Prefilter::gate_passes`]:
-    /// built for `is_match`, so it may skip ahead with its own prefilter.
+    /// The literals of every rule that is not low-confidence, for [`Prefilter::any_admitted`].
     gate: Option<AhoCorasick>,
+    /// Per gate literal: the rules above low confidence it admits.
+    gate_rules: Vec<Vec<usize>>,
+    /// The rules above low confidence admitted when the text holds a non-ASCII character
+    /// folding to ASCII.
+    gate_fold_rules: Vec<usize>,
 }
 
 impl Prefilter {
@@ -66,27 +70,41 @@ impl Prefilter {
                 .or_else(|_| builder.build(literals()));
             Some(built.map_err(|error| LoadError::malformed(format!("prefilter: {error}")))?)
         };
-        let gate_literals: Vec<&[u8]> = model
-            .literals
-            .iter()
-            .filter(|literal| {
-                literal.rules.iter().any(|rule| {
-                    model
-                        .rules
-                        .get(*rule as usize)
-                        .is_some_and(|rule| rule.confidence != Confidence::Low)
-                })
-            })
-            .map(|literal| literal.literal.as_bytes())
-            .collect();
+        let above_low = |rule: &u32| {
+            model
+                .rules
+                .get(*rule as usize)
+                .is_some_and(|rule| rule.confidence != Confidence::Low)
+        };
+        let mut gate_literals: Vec<&[u8]> = Vec::new();
+        let mut gate_rules = Vec::new();
+        let mut gate_fold_rules = Vec::new();
+        for literal in &model.literals {
+            let rules: Vec<usize> = literal
+                .rules
+                .iter()
+                .filter(|rule| above_low(rule))
+                .map(|rule| *rule as usize)
+                .collect();
+            if rules.is_empty() {
+                continue;
+            }
+            if literal.folds_beyond_ascii {
+                gate_fold_rules.extend(&rules);
+            }
+            gate_literals.push(literal.literal.as_bytes());
+            gate_rules.push(rules);
+        }
         let gate = if gate_literals.is_empty() {
             None
         } else {
-            // A DFA without a prefilter: with a hundred-odd literals no SIMD prefilter applies,
-            // and the builder's own pick (an NFA) is several times slower on prose.
+            // An overlapping search (every literal that occurs) over a DFA without a prefilter:
+            // with a hundred-odd literals no SIMD prefilter applies, and the builder's own pick
+            // (an NFA) is several times slower on prose.
             Some(
                 AhoCorasickBuilder::new()
                     .ascii_case_insensitive(true)
+                    .match_kind(AcMatchKind::Standard)
                     .kind(Some(AhoCorasickKind::DFA))
                     .prefilter(false)
                     .build(&gate_literals)
@@ -98,6 +116,8 @@ impl Prefilter {
             literal_rules,
             fold_rules,
             gate,
+            gate_rules,
+            gate_fold_rules,
         })
     }
 
@@ -133,24 +153,40 @@ impl Prefilter {
         admitted
     }
 
-    /// Whether some literal of a rule above low confidence may occur in the raw text: one of
-    /// them does, or a non-ASCII character that case folds to ASCII may hide one.
-    pub(super) fn gate_passes(&self, raw: &str) -> bool {
-        self.folds(raw) || self.gate.as_ref().is_some_and(|gate| gate.is_match(raw))
+    /// Whether some rule above low confidence that a literal found in the raw text admits (or
+    /// that a non-ASCII case fold may hide) passes `accept`. One overlapping pass, stopping at
+    /// the first rule accepted, so that text whose literals all belong to rules whose guards
+    /// fail is read once, and text that may classify is often read only in part.
+    pub(super) fn any_admitted(&self, raw: &str, mut accept: impl FnMut(usize) -> bool) -> bool {
+        if self.folds(raw) && self.gate_fold_rules.iter().any(|rule| accept(*rule)) {
+            return true;
+        }
+        let Some(gate) = &self.gate else {
+            return false;
+        };
+        // A literal repeated in the text admits the same rules: try them once.
+        let mut tried: Vec<bool> = Vec::new();
+        for found in gate.find_overlapping_iter(raw) {
+            let literal = found.pattern().as_usize();
+            if tried.is_empty() {
+                tried = vec![false; self.gate_rules.len()];
+            }
+            match tried.get_mut(literal) {
+                Some(seen) if !*seen => *seen = true,
+                _ => continue,
+            }
+            let rules = self.gate_rules.get(literal).into_iter().flatten();
+            if rules.copied().any(&mut accept) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether the text holds a non-ASCII character folding to a letter some literal needs.
     fn folds(&self, raw: &str) -> bool {
         !self.fold_rules.is_empty()
             && !raw.is_ascii()
-            && NON_ASCII_FOLDS
-                .iter()
-                .any(|needle| contains_bytes(raw.as_bytes(), needle))
+            && NON_ASCII_FOLDS.iter().any(|fold| raw.contains(*fold))
     }
-}
-
-fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
 }
