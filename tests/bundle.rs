@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use faultline_dsl::load;
 use faultline_runtime::build as wire;
-use faultline_runtime::{Bundle, Evidence, LoadErrorKind, RecoveryPolicy};
+use faultline_runtime::{Bundle, Evidence, LoadErrorKind, RecoveryPolicy, TextView};
 use proptest::prelude::*;
 
 fn build(directory: &str) -> Vec<u8> {
@@ -452,7 +452,7 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
     let golden =
         |name: &str| std::fs::read(common::root().join("fixtures/bundles").join(name)).unwrap();
     // A stored bundle of the current format loads and classifies as its catalogue says.
-    let current = Bundle::from_bytes(&golden("format-6-redaction-markers.flb")).unwrap();
+    let current = Bundle::from_bytes(&golden("format-7-redaction-markers.flb")).unwrap();
     assert_eq!(current.header().format_version(), wire::FORMAT_VERSION);
     let evidence = Evidence::new().with_stderr("session ses_abc123 expired".to_owned());
     assert_eq!(
@@ -467,12 +467,14 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
         other => panic!("a format-2 bundle must be refused as too old: {other:?}"),
     }
     // Formats 3 (before rules could guard headers or the body), 4 (before text matchers
-    // could read the body, issue 12) and 5 (before bundles carried a recovery policy, issue 14)
-    // are still read, classify as they did, and are given the reference's default policy.
+    // could read the body, issue 12), 5 (before bundles carried a recovery policy, issue 14; 3 to
+    // 5 are given the reference's default policy) and 6 (before prefilter conjuncts, issue 16)
+    // are still read and classify as they did.
     for (name, version) in [
         ("format-3-redaction-markers.flb", 3),
         ("format-4-redaction-markers.flb", 4),
         ("format-5-redaction-markers.flb", 5),
+        ("format-6-redaction-markers.flb", 6),
     ] {
         let previous = Bundle::from_bytes(&golden(name)).unwrap();
         assert_eq!(previous.header().format_version(), version);
@@ -485,15 +487,83 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
             .find(|rule| rule.id() == "markers.session_expired.v1")
             .unwrap();
         assert!(rule.matchers().all(|matcher| matcher.pointer().is_none()));
+        // The catalogue has no `policy` block, so every format gets the reference's defaults.
         assert_eq!(*previous.policy(), RecoveryPolicy::reference());
     }
 }
 
 /// A bundle of nothing but `policy` (no rules, no automata), written as the compiler would.
 fn policy_bundle(policy: Option<RecoveryPolicy>) -> Vec<u8> {
+    write_model(&bare_model(policy))
+}
+
+fn write_model(model: &wire::CatalogueModel) -> Vec<u8> {
+    wire::write(&wire::BundleContents {
+        catalogue_name: "policy",
+        catalogue_version: "policy.v1",
+        compiler_version: "test",
+        manifest_hash: [0; 32],
+        model,
+        automata: &[],
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_prefilter_conjunct_that_names_a_missing_literal_or_an_ungated_rule_is_refused() {
+    let mut missing_rule = bare_model(None);
+    missing_rule.requirements.push(wire::RequirementEntry {
+        rule: 7,
+        literals: vec![0],
+    });
+    let mut ungated = bare_model(None);
+    ungated.literals.push(wire::LiteralEntry {
+        literal: "quota".to_owned(),
+        folds_beyond_ascii: false,
+        rules: vec![0],
+    });
+    ungated.requirements.push(wire::RequirementEntry {
+        rule: 0,
+        literals: vec![0],
+    });
+    let mut empty = ungated.clone();
+    empty.rules[0].gated = true;
+    empty.requirements[0].literals.clear();
+    let mut unlisted = ungated.clone();
+    unlisted.rules[0].gated = true;
+    unlisted.literals[0].rules.clear();
+    for (what, model) in [
+        ("a missing rule", missing_rule),
+        ("an ungated rule", ungated),
+        ("an empty conjunct", empty),
+        ("a literal that does not list the rule", unlisted),
+    ] {
+        let error = Bundle::from_bytes(&write_model(&model)).unwrap_err();
+        assert_eq!(error.kind(), LoadErrorKind::Malformed, "{what}");
+        assert!(
+            error.to_string().contains("prefilter conjunct"),
+            "{what}: {error}"
+        );
+    }
+    // A gated rule left without any conjunct could never be admitted: refused too.
+    let mut stranded = bare_model(None);
+    stranded.rules[0].gated = true;
+    stranded.rules[0].matchers.push(wire::MatcherEntry {
+        view: TextView::Raw,
+        pointer: None,
+        kind: wire::MatcherKindEntry::Whole {
+            literal: "quota".to_owned(),
+            ignore_case: true,
+        },
+    });
+    let error = Bundle::from_bytes(&write_model(&stranded)).unwrap_err();
+    assert_eq!(error.kind(), LoadErrorKind::Malformed);
+}
+
+fn bare_model(policy: Option<RecoveryPolicy>) -> wire::CatalogueModel {
     use faultline_runtime::{Class, Confidence, Scope};
     // One catch-all rule: classification always returns a result.
-    let model = wire::CatalogueModel {
+    wire::CatalogueModel {
         redaction_version: faultline_runtime::REDACTION_VERSION.to_owned(),
         tiers: vec!["fallback".to_owned()],
         codes: vec![wire::CodeEntry {
@@ -534,16 +604,8 @@ fn policy_bundle(policy: Option<RecoveryPolicy>) -> Vec<u8> {
         views: Vec::new(),
         literals: Vec::new(),
         policy,
-    };
-    wire::write(&wire::BundleContents {
-        catalogue_name: "policy",
-        catalogue_version: "policy.v1",
-        compiler_version: "test",
-        manifest_hash: [0; 32],
-        model: &model,
-        automata: &[],
-    })
-    .unwrap()
+        requirements: Vec::new(),
+    }
 }
 
 #[test]

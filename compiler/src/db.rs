@@ -165,7 +165,16 @@ pub fn pattern_hir<'db>(
     crate::pattern::parse_hir(pattern.text(db)).map(Arc::new)
 }
 
-/// A pattern's required words (for the prefilter and the overlap pre-filter), tracked.
+/// A pattern's required conjuncts (for the runtime prefilter), tracked.
+#[salsa::tracked(returns(ref))]
+pub fn required_conjuncts<'db>(
+    db: &'db dyn Db,
+    pattern: PatternText<'db>,
+) -> Option<Vec<Vec<String>>> {
+    crate::literals::pattern_conjuncts(pattern.text(db)).map(|required| required.conjuncts)
+}
+
+/// A pattern's required words (for the overlap pre-filter), tracked.
 #[salsa::tracked(returns(ref))]
 pub fn required_words<'db>(db: &'db dyn Db, pattern: PatternText<'db>) -> Option<Vec<String>> {
     crate::literals::pattern_requirement(pattern.text(db)).map(|requirement| requirement.words)

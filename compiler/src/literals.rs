@@ -1,14 +1,16 @@
-//! Required literals: for each rule, a set of words of which at least one must occur in any
-//! text the rule fires on. The runtime's prefilter finds them in one multi-literal pass, so that
-//! ordinary prose, which contains none of them, never reaches an automaton.
+//! Required literals. For each rule, conjuncts of words ([`Conjuncts`]): every text the rule
+//! fires on holds all the words of at least one conjunct. The runtime's prefilter finds the
+//! words in one multi-literal pass, so that ordinary prose, which completes no conjunct, never
+//! reaches an automaton. The collision analysis uses the coarser [`Requirement`] (one word per
+//! alternative) to skip pairs of rules that cannot meet.
 //!
-//! A requirement is derived from the regex syntax tree, never by harvesting every literal in a
+//! Requirements are derived from the regex syntax tree, never by harvesting every literal in a
 //! pattern (that is not conservative: `x(?:verylongtoken)?y`). Words are runs of ASCII letters,
 //! digits and `_`, lowercased, of at least [`MIN_WORD`] characters. Redaction only removes text
 //! and writes markers between non-word characters, so a word of the sanitized view is also in
-//! the raw text the prefilter scans, except the words of the markers it introduces
-//! (`faultline_runtime::build::INTRODUCED_WORDS`): a requirement on any part of those is
-//! dropped, and the rule is never skipped.
+//! the raw text the prefilter scans, except parts of the words of the markers it introduces
+//! (`faultline_runtime::build::INTRODUCED_WORDS`): such a word is dropped from its conjunct, and
+//! a rule left with an empty conjunct is never skipped.
 
 use regex_syntax::hir::{Class, Hir, HirKind};
 
@@ -173,27 +175,221 @@ pub fn requirement(hir: &Hir) -> Option<Requirement> {
     }
 }
 
-/// The requirement of a literal matched as written (`contains`, `prefix`, `whole`).
-pub fn literal_requirement(literal: &str) -> Option<Requirement> {
-    literal
-        .to_ascii_lowercase()
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter_map(run_requirement)
-        .fold(None, |best, next| better(best, Some(next)))
+/// The most words a conjunct keeps, the strongest: more add little selectivity.
+pub const MAX_CONJUNCT_WORDS: usize = 3;
+
+/// A requirement as conjuncts: every match contains all the words of at least one of them. It
+/// refines [`Requirement`] (one word per alternative): `Name or service not known` needs
+/// `service` *and* `known`, which ordinary prose mentioning a service rarely holds together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conjuncts {
+    /// Each a non-empty set of lowercase words, at most [`MAX_CONJUNCT_WORDS`] of them.
+    pub conjuncts: Vec<Vec<String>>,
 }
 
-/// Whether a requirement could be satisfied by a word the redaction introduces, so that the
-/// raw text need not contain it. A required word is a run of word characters; the markers the
-/// redaction writes are bracketed by non-word characters, so an occurrence that overlaps a
-/// marker lies inside one of the marker's own words: only a part of an introduced word (`act`
-/// of `redacted`) can appear without being in the raw text. A longer word that merely contains
-/// one (`invalid` contains `id`) cannot be spelled by a marker.
-pub fn touches_introduced_words(requirement: &Requirement) -> bool {
-    requirement.words.iter().any(|word| {
-        faultline_runtime::build::INTRODUCED_WORDS
+impl Conjuncts {
+    /// How selective the weakest conjunct is (the one ordinary text meets most easily): its
+    /// rare words, then its words, then its shortest word; fewer conjuncts break ties.
+    pub fn strength(&self) -> ((usize, usize, usize), std::cmp::Reverse<usize>) {
+        let weakest = self
+            .conjuncts
             .iter()
-            .any(|introduced| introduced.contains(word.as_str()))
+            .map(|words| conjunct_strength(words))
+            .min()
+            .unwrap_or((0, 0, 0));
+        (weakest, std::cmp::Reverse(self.conjuncts.len()))
+    }
+
+    /// The conjuncts without the words `drop` says the raw text may lack; `None` when a
+    /// conjunct loses every word (nothing is then required).
+    pub fn without(self, drop: impl Fn(&str) -> bool) -> Option<Conjuncts> {
+        let mut conjuncts = Vec::new();
+        for words in self.conjuncts {
+            let kept: Vec<String> = words.into_iter().filter(|word| !drop(word)).collect();
+            if kept.is_empty() {
+                return None;
+            }
+            conjuncts.push(kept);
+        }
+        Some(Conjuncts { conjuncts })
+    }
+}
+
+fn conjunct_strength(words: &[String]) -> (usize, usize, usize) {
+    let rare = words.iter().filter(|word| !is_common(word)).count();
+    let shortest = words.iter().map(String::len).min().unwrap_or(0);
+    (rare, words.len(), shortest)
+}
+
+/// The [`MAX_CONJUNCT_WORDS`] strongest words, strongest first (rare before common, then longer
+/// first; the first is the conjunct's anchor, which the runtime looks for before the others);
+/// duplicates and words another word contains are dropped (the longer one implies them).
+fn trimmed(mut words: Vec<String>) -> Vec<String> {
+    words.sort();
+    words.dedup();
+    let all = words.clone();
+    words.retain(|word| {
+        !all.iter()
+            .any(|other| other != word && other.contains(word.as_str()))
+    });
+    words.sort_by(|a, b| {
+        (is_common(a), std::cmp::Reverse(a.len()), a).cmp(&(
+            is_common(b),
+            std::cmp::Reverse(b.len()),
+            b,
+        ))
+    });
+    words.truncate(MAX_CONJUNCT_WORDS);
+    words
+}
+
+/// Removes conjuncts that hold every word of another (the other is met whenever they are).
+fn absorbed(mut conjuncts: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    conjuncts.sort();
+    conjuncts.dedup();
+    let all = conjuncts.clone();
+    conjuncts.retain(|words| {
+        !all.iter()
+            .any(|other| other != words && other.iter().all(|word| words.contains(word)))
+    });
+    conjuncts
+}
+
+/// Both requirements at once: every pairing of their conjuncts, or, when that would exceed
+/// [`MAX_ALTERNATIVES`], the stronger of the two alone (still required, only less selective).
+fn both(a: Vec<Vec<String>>, b: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    if a.len().saturating_mul(b.len()) > MAX_ALTERNATIVES {
+        let (a, b) = (Conjuncts { conjuncts: a }, Conjuncts { conjuncts: b });
+        return if b.strength() > a.strength() {
+            b.conjuncts
+        } else {
+            a.conjuncts
+        };
+    }
+    let mut product = Vec::new();
+    for left in &a {
+        for right in &b {
+            product.push(trimmed(left.iter().chain(right).cloned().collect()));
+        }
+    }
+    absorbed(product)
+}
+
+/// Either requirement: their conjuncts together, or, when there are more than
+/// [`MAX_ALTERNATIVES`], each reduced to its strongest word; `None` if still too many.
+fn either(conjuncts: Vec<Vec<String>>) -> Option<Vec<Vec<String>>> {
+    let conjuncts = absorbed(conjuncts);
+    if conjuncts.len() <= MAX_ALTERNATIVES {
+        return Some(conjuncts);
+    }
+    let singles = absorbed(
+        conjuncts
+            .into_iter()
+            .map(|words| {
+                let mut words = trimmed(words);
+                words.sort_by_key(|word| (is_common(word), std::cmp::Reverse(word.len())));
+                words.truncate(1);
+                words
+            })
+            .collect(),
+    );
+    (singles.len() <= MAX_ALTERNATIVES).then_some(singles)
+}
+
+/// The words of a literal's text, runs of word characters of at least [`MIN_WORD`].
+fn literal_words(text: &str) -> Vec<String> {
+    text.to_ascii_lowercase()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|run| run.len() >= MIN_WORD)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The conjuncts of a syntax tree; `None` when a match may hold no required word.
+fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) | HirKind::Class(_) => None,
+        HirKind::Literal(literal) => {
+            let words = literal_words(&String::from_utf8_lossy(&literal.0));
+            (!words.is_empty()).then(|| vec![trimmed(words)])
+        }
+        HirKind::Repetition(repetition) if repetition.min >= 1 => conjuncts_of(&repetition.sub),
+        HirKind::Repetition(_) => None,
+        HirKind::Capture(capture) => conjuncts_of(&capture.sub),
+        HirKind::Concat(parts) => {
+            // Runs of word characters across literals and one-letter classes are words; every
+            // other part contributes its own conjuncts, all of them required together.
+            let mut required: Vec<Vec<String>> = vec![Vec::new()];
+            let mut run = String::new();
+            let mut words = Vec::new();
+            for part in parts {
+                if let HirKind::Literal(literal) = part.kind() {
+                    for c in String::from_utf8_lossy(&literal.0)
+                        .to_ascii_lowercase()
+                        .chars()
+                    {
+                        if c.is_ascii_alphanumeric() || c == '_' {
+                            run.push(c);
+                        } else if !run.is_empty() {
+                            words.push(std::mem::take(&mut run));
+                        }
+                    }
+                    continue;
+                }
+                match atom(part) {
+                    Atom::Char(c) => run.push(c),
+                    Atom::Other(_) => {
+                        if !run.is_empty() {
+                            words.push(std::mem::take(&mut run));
+                        }
+                        if let Some(part) = conjuncts_of(part) {
+                            required = both(required, part);
+                        }
+                    }
+                }
+            }
+            words.push(run);
+            words.retain(|word| word.len() >= MIN_WORD);
+            if !words.is_empty() {
+                required = both(required, vec![trimmed(words)]);
+            }
+            required.retain(|words| !words.is_empty());
+            (!required.is_empty()).then_some(required)
+        }
+        HirKind::Alternation(branches) => {
+            let mut all = Vec::new();
+            for branch in branches {
+                all.extend(conjuncts_of(branch)?);
+            }
+            either(all)
+        }
+    }
+}
+
+/// The conjuncts of a pattern (in lowered syntax).
+pub fn pattern_conjuncts(pattern: &str) -> Option<Conjuncts> {
+    let hir = crate::pattern::parse_hir(pattern).ok()?;
+    conjuncts_of(&hir).map(|conjuncts| Conjuncts { conjuncts })
+}
+
+/// The conjuncts of a literal matched as written (`contains`, `prefix`, `whole`).
+pub fn literal_conjuncts(literal: &str) -> Option<Conjuncts> {
+    let words = literal_words(literal);
+    (!words.is_empty()).then(|| Conjuncts {
+        conjuncts: vec![trimmed(words)],
     })
+}
+
+/// Whether the redaction could write `word`, so that a sanitized view may hold it while the raw
+/// text does not. A required word is a run of word characters; the markers the redaction writes
+/// are bracketed by non-word characters, so an occurrence that overlaps a marker lies inside one
+/// of the marker's own words: only a part of an introduced word (`act` of `redacted`) can appear
+/// without being in the raw text. A longer word that merely contains one (`invalid` contains
+/// `id`) cannot be spelled by a marker.
+pub fn introduced_by_redaction(word: &str) -> bool {
+    faultline_runtime::build::INTRODUCED_WORDS
+        .iter()
+        .any(|introduced| introduced.contains(word))
 }
 
 /// The requirement of a pattern (in lowered syntax).
@@ -250,5 +446,90 @@ mod tests {
             words(r"(?i)quota\s+exhausted"),
             Some(vec!["exhausted".into()])
         );
+    }
+
+    fn conjuncts(pattern: &str) -> Option<Vec<Vec<String>>> {
+        pattern_conjuncts(&crate::pattern::prepare(pattern).unwrap().lowered)
+            .map(|required| required.conjuncts)
+    }
+
+    fn owned(conjuncts: &[&[&str]]) -> Option<Vec<Vec<String>>> {
+        Some(
+            conjuncts
+                .iter()
+                .map(|words| words.iter().map(|word| (*word).to_owned()).collect())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn every_required_word_of_a_branch_is_in_its_conjunct_strongest_first() {
+        // All of `service`, `known` and `name` are required; rare words before common ones,
+        // then longer first; `not` is the fourth and is left out.
+        assert_eq!(
+            conjuncts(r"(?i)\bName\s+or\s+service\s+not\s+known\b"),
+            owned(&[&["service", "known", "name"]])
+        );
+        // One conjunct per alternative, and a common word (`error`, `socket`) kept after a rare
+        // one.
+        assert_eq!(
+            conjuncts(r"(?i)error:\s+quota\b|\bsocket\s+hang\s+up\b"),
+            owned(&[&["hang", "socket"], &["quota", "error"]])
+        );
+    }
+
+    #[test]
+    fn optional_parts_and_short_runs_are_never_required() {
+        assert_eq!(conjuncts(r"x(?:verylongtoken)?y"), None);
+        assert_eq!(
+            conjuncts(r"quota(?:verylongtoken)?exceeded"),
+            owned(&[&["exceeded", "quota"]])
+        );
+        assert_eq!(conjuncts(r"ab|verylongtoken"), None);
+        // A word inside another is implied by it.
+        assert_eq!(
+            conjuncts(r"(?i)overloaded_error[^\n]*overloaded"),
+            owned(&[&["overloaded_error"]])
+        );
+    }
+
+    #[test]
+    fn conjuncts_absorb_their_supersets_and_alternatives_multiply_within_bounds() {
+        // `quota` alone is met whenever `quota` and `exceeded` are: the larger conjunct goes.
+        assert_eq!(
+            conjuncts(r"(?i)quota\s+exceeded|quota"),
+            owned(&[&["quota"]])
+        );
+        // (a|b)(c|d): every pairing.
+        assert_eq!(
+            conjuncts(r"(?:alpha|bravo)\s+(?:charlie|delta)"),
+            owned(&[
+                &["alpha", "delta"],
+                &["bravo", "delta"],
+                &["charlie", "alpha"],
+                &["charlie", "bravo"],
+            ])
+        );
+    }
+
+    #[test]
+    fn words_the_redaction_may_write_leave_their_conjunct() {
+        let required = Conjuncts {
+            conjuncts: vec![
+                vec!["session".to_owned(), "act".to_owned()],
+                vec!["quota".to_owned()],
+            ],
+        };
+        assert_eq!(
+            required.clone().without(introduced_by_redaction),
+            Some(Conjuncts {
+                conjuncts: vec![vec!["session".to_owned()], vec!["quota".to_owned()]],
+            })
+        );
+        // A conjunct left empty requires nothing: the rule cannot be skipped.
+        let only_marker = Conjuncts {
+            conjuncts: vec![vec!["redact".to_owned()]],
+        };
+        assert_eq!(only_marker.without(introduced_by_redaction), None);
     }
 }

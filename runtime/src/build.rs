@@ -18,7 +18,7 @@
 
 pub use crate::bundle::model::{
     CatalogueModel, CodeEntry, DfaEntry, GuardsEntry, KeyedGuardEntry, LiteralEntry, MatcherEntry,
-    MatcherKindEntry, PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
+    MatcherKindEntry, PatternEntry, RemediationEntry, RequirementEntry, RuleEntry, ViewEntry,
 };
 pub use crate::bundle::wire::{
     FORMAT_VERSION, HASH_RANGE, MAGIC, OLDEST_READABLE_VERSION, READER_VERSION,

@@ -31,7 +31,7 @@ use faultline_dsl::{Code, Diagnostic, Span};
 use faultline_runtime::build::{BundleContents, WriteError};
 use faultline_runtime::build::{
     CatalogueModel, CodeEntry, DfaEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
-    PatternEntry, RemediationEntry, RuleEntry, ViewEntry,
+    PatternEntry, RemediationEntry, RequirementEntry, RuleEntry, ViewEntry,
 };
 use faultline_runtime::{Bundle, REDACTION_VERSION, TextView};
 
@@ -86,9 +86,9 @@ fn dfa_pattern(matcher: &TextMatcher) -> Option<String> {
     }
 }
 
-/// The prefilter requirement of a rule: the strongest of its positive matchers'.
-fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Requirement> {
-    let mut best: Option<literals::Requirement> = None;
+/// The prefilter requirement of a rule: the strongest of its positive matchers' conjuncts.
+fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Conjuncts> {
+    let mut best: Option<literals::Conjuncts> = None;
     // The prefilter scans the evidence text: a matcher on the body cannot gate the rule.
     for matcher in rule
         .matchers
@@ -97,22 +97,25 @@ fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Requirement
     {
         let requirement = match &matcher.kind {
             MatcherKind::Regex { lowered, .. } => {
-                crate::db::required_words(db, crate::db::PatternText::new(db, lowered.clone()))
+                crate::db::required_conjuncts(db, crate::db::PatternText::new(db, lowered.clone()))
                     .clone()
-                    .map(|words| literals::Requirement { words })
+                    .map(|conjuncts| literals::Conjuncts { conjuncts })
             }
             MatcherKind::Contains { literal, .. }
             | MatcherKind::Prefix { literal, .. }
-            | MatcherKind::Whole { literal, .. } => literals::literal_requirement(literal),
+            | MatcherKind::Whole { literal, .. } => literals::literal_conjuncts(literal),
         };
-        // A sanitized-view requirement on a word the redaction writes could be met by text the
-        // raw input does not hold: such a matcher does not gate the rule.
-        let requirement = requirement
-            .filter(|r| matcher.view == TextView::Raw || !literals::touches_introduced_words(r));
-        let strength =
-            |r: &literals::Requirement| r.words.iter().map(String::len).min().unwrap_or(0);
+        // A sanitized-view word the redaction could write need not be in the raw text: it is
+        // dropped from its conjunct (a conjunct left empty requires nothing).
+        let requirement = requirement.and_then(|requirement| {
+            if matcher.view == TextView::Raw {
+                Some(requirement)
+            } else {
+                requirement.without(literals::introduced_by_redaction)
+            }
+        });
         best = match (best, requirement) {
-            (Some(a), Some(b)) => Some(if strength(&b) > strength(&a) { b } else { a }),
+            (Some(a), Some(b)) => Some(if b.strength() > a.strength() { b } else { a }),
             (a, b) => a.or(b),
         };
     }
@@ -450,6 +453,7 @@ fn lower_included(
         .collect();
     let mut rules = Vec::new();
     let mut literal_rules: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut rule_conjuncts: Vec<(u32, Vec<String>)> = Vec::new();
     for (position, &rule_index) in order.iter().enumerate() {
         let Some(rule) = catalogue.rule(rule_index) else {
             continue;
@@ -460,11 +464,14 @@ fn lower_included(
             rule_requirement(db, rule)
         };
         if let Some(requirement) = &requirement {
-            for word in &requirement.words {
-                literal_rules
-                    .entry(word.clone())
-                    .or_default()
-                    .push(position as u32);
+            for words in &requirement.conjuncts {
+                for word in words {
+                    let rules = literal_rules.entry(word.clone()).or_default();
+                    if rules.last() != Some(&(position as u32)) {
+                        rules.push(position as u32);
+                    }
+                }
+                rule_conjuncts.push((position as u32, words.clone()));
             }
         }
         rules.push(RuleEntry {
@@ -500,6 +507,21 @@ fn lower_included(
             verified_examples: (rule.examples.len() + rule.counterexamples.len()) as u32,
         });
     }
+    let literal_ids: BTreeMap<&str, u32> = literal_rules
+        .keys()
+        .enumerate()
+        .map(|(id, literal)| (literal.as_str(), id as u32))
+        .collect();
+    let requirements = rule_conjuncts
+        .iter()
+        .map(|(rule, words)| RequirementEntry {
+            rule: *rule,
+            literals: words
+                .iter()
+                .filter_map(|word| literal_ids.get(word.as_str()).copied())
+                .collect(),
+        })
+        .collect();
     let literals = literal_rules
         .into_iter()
         .map(|(literal, rules)| LiteralEntry {
@@ -528,6 +550,7 @@ fn lower_included(
         views,
         literals,
         policy: catalogue.policy.clone(),
+        requirements,
     };
     Ok(Lowered {
         model,

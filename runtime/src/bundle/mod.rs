@@ -81,6 +81,8 @@ impl Bundle {
                 .map(CatalogueModel::from),
             5 => postcard::from_bytes::<model::CatalogueModelV5>(model_bytes)
                 .map(CatalogueModel::from),
+            6 => postcard::from_bytes::<model::CatalogueModelV6>(model_bytes)
+                .map(CatalogueModel::from),
             _ => postcard::from_bytes(model_bytes),
         }
         .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;

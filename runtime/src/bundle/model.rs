@@ -28,6 +28,64 @@ pub struct CatalogueModel {
     /// The catalogue's recovery policy (format 6); `None` when the catalogue has no `policy`
     /// block, and in bundles of older formats: the loader gives those the reference's defaults.
     pub policy: Option<RecoveryPolicy>,
+    /// Prefilter conjuncts (format 7): a gated rule may fire only when every literal of one of
+    /// its conjuncts occurs. Bundles of older formats required any one of a rule's literals:
+    /// they are given one conjunct per literal.
+    pub requirements: Vec<RequirementEntry>,
+}
+
+/// One conjunct of a gated rule's prefilter requirement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementEntry {
+    /// The rule (index into [`CatalogueModel::rules`]).
+    pub rule: u32,
+    /// The literals (indices into [`CatalogueModel::literals`]) that must all occur, the most
+    /// selective first: the runtime looks for the first (the conjunct's anchor) before the
+    /// others.
+    pub literals: Vec<u32>,
+}
+
+/// One conjunct per literal a rule is listed under: the requirement of formats 3 to 6, in which
+/// any one literal of a rule admitted it.
+fn literal_conjuncts(literals: &[LiteralEntry]) -> Vec<RequirementEntry> {
+    literals
+        .iter()
+        .enumerate()
+        .flat_map(|(id, literal)| {
+            literal.rules.iter().map(move |rule| RequirementEntry {
+                rule: *rule,
+                literals: vec![id as u32],
+            })
+        })
+        .collect()
+}
+
+/// The catalogue model of format 6, whose prefilter admitted a rule on any one of its literals:
+/// read and converted ([`literal_conjuncts`]).
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogueModelV6 {
+    redaction_version: String,
+    tiers: Vec<String>,
+    codes: Vec<CodeEntry>,
+    rules: Vec<RuleEntry>,
+    views: Vec<ViewEntry>,
+    literals: Vec<LiteralEntry>,
+    policy: Option<RecoveryPolicy>,
+}
+
+impl From<CatalogueModelV6> for CatalogueModel {
+    fn from(old: CatalogueModelV6) -> CatalogueModel {
+        CatalogueModel {
+            requirements: literal_conjuncts(&old.literals),
+            redaction_version: old.redaction_version,
+            tiers: old.tiers,
+            codes: old.codes,
+            rules: old.rules,
+            views: old.views,
+            literals: old.literals,
+            policy: old.policy,
+        }
+    }
 }
 
 /// The catalogue model of format 5, which carried no recovery policy: read and converted (the
@@ -50,6 +108,7 @@ impl From<CatalogueModelV5> for CatalogueModel {
             codes: old.codes,
             rules: old.rules,
             views: old.views,
+            requirements: literal_conjuncts(&old.literals),
             literals: old.literals,
             policy: None,
         }
@@ -357,6 +416,7 @@ impl From<CatalogueModelV4> for CatalogueModel {
             codes: old.codes,
             rules: old.rules.into_iter().map(RuleEntry::from).collect(),
             views: old.views,
+            requirements: literal_conjuncts(&old.literals),
             literals: old.literals,
             policy: None,
         }

@@ -1,12 +1,18 @@
 //! The literal prefilter and the gate: the cheap passes that decide which rules a
 //! classification evaluates at all.
 //!
-//! The compiler records, for every gated rule, literals of which any match needs one
-//! (ASCII-lowercase, compared case-insensitively). One overlapping Aho-Corasick pass over the
-//! raw text admits the rules of every literal found; a gated rule that is not admitted cannot
-//! fire, so the rule walk (`super::classify`) skips it. The gate is the same idea for
-//! [`crate::Bundle::may_classify`]: one overlapping pass over the literals of the rules above
-//! low confidence, which stops at the first literal admitting a rule whose guards hold.
+//! The compiler records, for every gated rule, conjuncts of literals (ASCII-lowercase, compared
+//! case-insensitively): any match of the rule holds every literal of at least one of them. The
+//! first literal of a conjunct, its most selective, is its anchor. One overlapping Aho-Corasick
+//! pass over the raw text finds the anchors that occur; only when an anchor of a conjunct with
+//! more literals occurs does a second pass look for the others. A gated rule none of whose
+//! conjuncts is complete cannot fire, so the rule walk (`super::classify`) skips it. The gate,
+//! [`crate::Bundle::may_classify`], runs the same passes over the conjuncts of the rules above
+//! low confidence, stopping at the first admitted rule whose guards hold.
+//!
+//! Two passes rather than one over every literal: anchors are few and rare, so the first pass
+//! runs over a small automaton and reports few matches, and ordinary text seldom needs the
+//! second.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 
@@ -20,104 +26,167 @@ const NON_ASCII_FOLDS: [char; 2] = ['\u{212A}', '\u{017F}'];
 
 #[derive(Debug)]
 pub(super) struct Prefilter {
-    literals: Option<AhoCorasick>,
-    /// Per prefilter literal: the rules it admits.
-    literal_rules: Vec<Vec<usize>>,
+    /// The anchors, one pattern per distinct anchor literal.
+    anchors: Option<AhoCorasick>,
+    /// Per anchor pattern: the conjuncts it anchors.
+    anchored: Vec<Vec<usize>>,
+    /// The other literals of conjuncts with more than one, one pattern per distinct literal.
+    others: Option<AhoCorasick>,
+    /// Per conjunct: its rule, the patterns of `others` it needs, and whether it gates.
+    conjuncts: Vec<Conjunct>,
     /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
     fold_rules: Vec<usize>,
-    /// The literals of every rule that is not low-confidence, for [`Prefilter::any_admitted`].
-    gate: Option<AhoCorasick>,
-    /// Per gate literal: the rules above low confidence it admits.
-    gate_rules: Vec<Vec<usize>>,
-    /// The rules above low confidence admitted when the text holds a non-ASCII character
-    /// folding to ASCII.
-    gate_fold_rules: Vec<usize>,
+    /// Those of them above low confidence, for the gate.
+    fold_gate_rules: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct Conjunct {
+    rule: usize,
+    /// Patterns of [`Prefilter::others`], all required besides the anchor.
+    others: Vec<usize>,
+    /// Whether the rule is above low confidence (the gate only considers those).
+    gates: bool,
+}
+
+/// An Aho-Corasick automaton over `literals`, for overlapping searches (every literal that
+/// occurs, not only leftmost ones), ASCII case-insensitive.
+fn automaton(literals: &[&str]) -> Result<Option<AhoCorasick>, LoadError> {
+    if literals.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = AhoCorasickBuilder::new();
+    builder
+        .ascii_case_insensitive(true)
+        .match_kind(AcMatchKind::Standard)
+        .prefilter(false);
+    // An overlapping search cannot skip ahead, so a DFA (one table lookup per byte) is several
+    // times faster than the contiguous NFA the builder picks by itself for over 100 literals.
+    // Its size is bounded by the literals' total length; should it not build, the builder's own
+    // choice stands.
+    let built = builder
+        .clone()
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(literals)
+        .or_else(|_| builder.build(literals));
+    built
+        .map(Some)
+        .map_err(|error| LoadError::malformed(format!("prefilter: {error}")))
+}
+
+/// The conjuncts whose anchors occur, in one overlapping pass: `on_single` is given each
+/// single-literal conjunct as found and stops the pass by answering `true`; the others are
+/// returned, each once.
+fn anchored_conjuncts(
+    prefilter: &Prefilter,
+    anchors: &AhoCorasick,
+    raw: &str,
+    mut on_single: impl FnMut(&Conjunct) -> bool,
+) -> (bool, Vec<usize>) {
+    let mut seen = Vec::new();
+    let mut pending = Vec::new();
+    for found in anchors.find_overlapping_iter(raw) {
+        let anchor = found.pattern().as_usize();
+        if seen.is_empty() {
+            seen = vec![false; prefilter.anchored.len()];
+        }
+        match seen.get_mut(anchor) {
+            Some(seen) if !*seen => *seen = true,
+            _ => continue,
+        }
+        for id in prefilter.anchored.get(anchor).into_iter().flatten() {
+            let Some(conjunct) = prefilter.conjuncts.get(*id) else {
+                continue;
+            };
+            if conjunct.others.is_empty() {
+                if on_single(conjunct) {
+                    return (true, pending);
+                }
+            } else {
+                pending.push(*id);
+            }
+        }
+    }
+    (false, pending)
 }
 
 impl Prefilter {
     pub(super) fn new(model: &CatalogueModel) -> Result<Prefilter, LoadError> {
-        let mut literal_rules = Vec::new();
         let mut fold_rules = Vec::new();
         for literal in &model.literals {
-            literal_rules.push(literal.rules.iter().map(|rule| *rule as usize).collect());
             if literal.folds_beyond_ascii {
                 fold_rules.extend(literal.rules.iter().map(|rule| *rule as usize));
             }
         }
-        let literals = if model.literals.is_empty() {
-            None
-        } else {
-            let literals = || {
-                model
-                    .literals
-                    .iter()
-                    .map(|literal| literal.literal.as_bytes())
-            };
-            let mut builder = AhoCorasickBuilder::new();
-            builder
-                .ascii_case_insensitive(true)
-                .match_kind(AcMatchKind::Standard)
-                .prefilter(false);
-            // The search is overlapping (every literal that occurs, not only leftmost ones), so
-            // it cannot skip ahead: a DFA (one table lookup per byte) is several times faster
-            // than the contiguous NFA the builder picks by itself for over 100 literals. Its
-            // size is bounded by the literals' total length; should it not build, the
-            // builder's own choice stands.
-            let built = builder
-                .clone()
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(literals())
-                .or_else(|_| builder.build(literals()));
-            Some(built.map_err(|error| LoadError::malformed(format!("prefilter: {error}")))?)
-        };
-        let above_low = |rule: &u32| {
+        let above_low = |rule: usize| {
             model
                 .rules
-                .get(*rule as usize)
+                .get(rule)
                 .is_some_and(|rule| rule.confidence != Confidence::Low)
         };
-        let mut gate_literals: Vec<&[u8]> = Vec::new();
-        let mut gate_rules = Vec::new();
-        let mut gate_fold_rules = Vec::new();
-        for literal in &model.literals {
-            let rules: Vec<usize> = literal
-                .rules
-                .iter()
-                .filter(|rule| above_low(rule))
-                .map(|rule| *rule as usize)
-                .collect();
-            if rules.is_empty() {
-                continue;
-            }
-            if literal.folds_beyond_ascii {
-                gate_fold_rules.extend(&rules);
-            }
-            gate_literals.push(literal.literal.as_bytes());
-            gate_rules.push(rules);
+        // Patterns are numbered per automaton, in order of first use.
+        let mut anchor_pattern = vec![None; model.literals.len()];
+        let mut other_pattern = vec![None; model.literals.len()];
+        let (mut anchor_literals, mut other_literals): (Vec<&str>, Vec<&str>) =
+            (Vec::new(), Vec::new());
+        let mut anchored: Vec<Vec<usize>> = Vec::new();
+        let mut conjuncts = Vec::with_capacity(model.requirements.len());
+        fn pattern_of<'m>(
+            model: &'m CatalogueModel,
+            slots: &mut [Option<usize>],
+            texts: &mut Vec<&'m str>,
+            id: u32,
+        ) -> Option<usize> {
+            let slot = slots.get_mut(id as usize)?;
+            let text = model.literals.get(id as usize)?.literal.as_str();
+            Some(*slot.get_or_insert_with(|| {
+                texts.push(text);
+                texts.len() - 1
+            }))
         }
-        let gate = if gate_literals.is_empty() {
-            None
-        } else {
-            // An overlapping search (every literal that occurs) over a DFA without a prefilter:
-            // with a hundred-odd literals no SIMD prefilter applies, and the builder's own pick
-            // (an NFA) is several times slower on prose.
-            Some(
-                AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(true)
-                    .match_kind(AcMatchKind::Standard)
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .prefilter(false)
-                    .build(&gate_literals)
-                    .map_err(|error| LoadError::malformed(format!("gate: {error}")))?,
-            )
-        };
+        for requirement in &model.requirements {
+            let Some((anchor, rest)) = requirement.literals.split_first() else {
+                continue;
+            };
+            let Some(anchor) =
+                pattern_of(model, &mut anchor_pattern, &mut anchor_literals, *anchor)
+            else {
+                continue;
+            };
+            let mut others = Vec::new();
+            for literal in rest {
+                if let Some(pattern) =
+                    pattern_of(model, &mut other_pattern, &mut other_literals, *literal)
+                    && !others.contains(&pattern)
+                {
+                    others.push(pattern);
+                }
+            }
+            if anchored.len() <= anchor {
+                anchored.resize(anchor + 1, Vec::new());
+            }
+            if let Some(slot) = anchored.get_mut(anchor) {
+                slot.push(conjuncts.len());
+            }
+            let rule = requirement.rule as usize;
+            conjuncts.push(Conjunct {
+                rule,
+                others,
+                gates: above_low(rule),
+            });
+        }
+        let fold_gate_rules = fold_rules
+            .iter()
+            .copied()
+            .filter(|rule| above_low(*rule))
+            .collect();
         Ok(Prefilter {
-            literals,
-            literal_rules,
+            anchors: automaton(&anchor_literals)?,
+            anchored,
+            others: automaton(&other_literals)?,
+            conjuncts,
             fold_rules,
-            gate,
-            gate_rules,
-            gate_fold_rules,
+            fold_gate_rules,
         })
     }
 
@@ -133,19 +202,16 @@ impl Prefilter {
     }
 
     /// The gated rules the prefilter admits, unsorted and possibly repeated: those of every
-    /// literal found in the raw text, and those of literals that non-ASCII case folds may hide.
+    /// conjunct whose literals all occur in the raw text, and those that non-ASCII case folds
+    /// may hide a literal of.
     pub(super) fn admitted_rules(&self, raw: &str) -> Vec<usize> {
         let mut admitted = Vec::new();
-        let Some(literals) = &self.literals else {
-            return admitted;
-        };
-        for found in literals.find_overlapping_iter(raw) {
-            admitted.extend(
-                self.literal_rules
-                    .get(found.pattern().as_usize())
-                    .into_iter()
-                    .flatten(),
-            );
+        if let Some(anchors) = &self.anchors {
+            let (_, pending) = anchored_conjuncts(self, anchors, raw, |conjunct| {
+                admitted.push(conjunct.rule);
+                false
+            });
+            admitted.extend(self.completed(raw, &pending));
         }
         if self.folds(raw) {
             admitted.extend(&self.fold_rules);
@@ -153,34 +219,55 @@ impl Prefilter {
         admitted
     }
 
-    /// Whether some rule above low confidence that a literal found in the raw text admits (or
-    /// that a non-ASCII case fold may hide) passes `accept`. One overlapping pass, stopping at
-    /// the first rule accepted, so that text whose literals all belong to rules whose guards
-    /// fail is read once, and text that may classify is often read only in part.
+    /// Whether some rule above low confidence that the raw text admits (or that a non-ASCII
+    /// case fold may hide a literal of) passes `accept`. It stops at the first rule accepted,
+    /// so that text which may classify is often read only in part; the second pass runs only
+    /// for conjuncts whose rules `accept` would take.
     pub(super) fn any_admitted(&self, raw: &str, mut accept: impl FnMut(usize) -> bool) -> bool {
-        if self.folds(raw) && self.gate_fold_rules.iter().any(|rule| accept(*rule)) {
+        if self.folds(raw) && self.fold_gate_rules.iter().any(|rule| accept(*rule)) {
             return true;
         }
-        let Some(gate) = &self.gate else {
+        let Some(anchors) = &self.anchors else {
             return false;
         };
-        // A literal repeated in the text admits the same rules: try them once.
-        let mut tried: Vec<bool> = Vec::new();
-        for found in gate.find_overlapping_iter(raw) {
-            let literal = found.pattern().as_usize();
-            if tried.is_empty() {
-                tried = vec![false; self.gate_rules.len()];
-            }
-            match tried.get_mut(literal) {
-                Some(seen) if !*seen => *seen = true,
-                _ => continue,
-            }
-            let rules = self.gate_rules.get(literal).into_iter().flatten();
-            if rules.copied().any(&mut accept) {
-                return true;
+        let (accepted, mut pending) = anchored_conjuncts(self, anchors, raw, |conjunct| {
+            conjunct.gates && accept(conjunct.rule)
+        });
+        if accepted {
+            return true;
+        }
+        pending.retain(|id| {
+            self.conjuncts
+                .get(*id)
+                .is_some_and(|conjunct| conjunct.gates && accept(conjunct.rule))
+        });
+        !pending.is_empty() && self.completed(raw, &pending).next().is_some()
+    }
+
+    /// The rules of the `pending` conjuncts (whose anchors occur) whose other literals all
+    /// occur too: one overlapping pass over the other literals, only if something is pending.
+    fn completed<'p>(&'p self, raw: &str, pending: &[usize]) -> impl Iterator<Item = usize> + 'p {
+        let mut found = Vec::new();
+        if let (false, Some(others)) = (pending.is_empty(), &self.others) {
+            found = vec![false; others.patterns_len()];
+            for occurrence in others.find_overlapping_iter(raw) {
+                if let Some(slot) = found.get_mut(occurrence.pattern().as_usize()) {
+                    *slot = true;
+                }
             }
         }
-        false
+        let complete: Vec<usize> = pending
+            .iter()
+            .filter_map(|id| self.conjuncts.get(*id))
+            .filter(|conjunct| {
+                conjunct
+                    .others
+                    .iter()
+                    .all(|pattern| found.get(*pattern).copied().unwrap_or(false))
+            })
+            .map(|conjunct| conjunct.rule)
+            .collect();
+        complete.into_iter()
     }
 
     /// Whether the text holds a non-ASCII character folding to a letter some literal needs.

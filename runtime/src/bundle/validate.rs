@@ -162,5 +162,45 @@ pub(super) fn validate_model(
             )));
         }
     }
+    validate_requirements(model)
+}
+
+/// Every conjunct names a gated rule and literals listed as admitting that rule (so that the
+/// literals' fold flags cover it), and every gated rule has a conjunct: a gated rule without one
+/// could never be admitted.
+fn validate_requirements(model: &CatalogueModel) -> Result<(), LoadError> {
+    let mut has_conjunct = vec![false; model.rules.len()];
+    for requirement in &model.requirements {
+        let rule = requirement.rule;
+        let gated = model
+            .rules
+            .get(rule as usize)
+            .is_some_and(|rule| rule.gated);
+        let listed = |literal: &u32| {
+            model
+                .literals
+                .get(*literal as usize)
+                .is_some_and(|literal| literal.rules.contains(&rule))
+        };
+        if !gated || requirement.literals.is_empty() || !requirement.literals.iter().all(listed) {
+            return Err(LoadError::malformed(format!(
+                "a prefilter conjunct of rule {rule} is empty, names a missing or ungated rule, or a literal that does not list the rule"
+            )));
+        }
+        if let Some(slot) = has_conjunct.get_mut(rule as usize) {
+            *slot = true;
+        }
+    }
+    let unreachable = model
+        .rules
+        .iter()
+        .zip(&has_conjunct)
+        .find(|(rule, has)| rule.gated && !rule.matchers.is_empty() && !**has);
+    if let Some((rule, _)) = unreachable {
+        return Err(LoadError::malformed(format!(
+            "gated rule `{}` has no prefilter conjunct",
+            rule.id
+        )));
+    }
     Ok(())
 }
