@@ -29,7 +29,9 @@
 //! long opaque runs) decides which passes can change the text; text holding none is returned
 //! borrowed after that scan alone. Each pass that runs scans the text once; one that changes
 //! it copies it once, and the triggers
-//! are scanned again. So redaction is linear in the text's length.
+//! are scanned again. So redaction is linear in the text's length. The passes before the
+//! prefilter are kept, unchanged, as the arbiter of the differential tests
+//! (`sanitize/reference.rs`).
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -39,7 +41,11 @@ use regex::Regex;
 use edits::{Edit, moved};
 use triggers::{Trigger, Triggers};
 
+#[cfg(test)]
+mod differential;
 mod edits;
+#[cfg(test)]
+mod reference;
 mod triggers;
 
 /// The version of the redaction rules below; stamped on and checked in every bundle.
