@@ -296,6 +296,28 @@ mod tests {
     }
 
     #[test]
+    fn offsets_in_an_unredacted_view_stay_where_they_are() {
+        let line = "an ordinary line of agent output, é\n";
+        for text in [line.repeat(3), line.repeat(40_000)] {
+            let views = TextViews::of_text(&text);
+            let len = views.raw().len();
+            let offsets = [0, 1, 34, 35, len / 2, len - 1, len, len + 5];
+            // Before the sanitized view exists, each offset is found by redacting again; after,
+            // from knowing that nothing was redacted.
+            let redacting: Vec<usize> = offsets
+                .iter()
+                .map(|&at| views.sanitized_offset(at))
+                .collect();
+            assert_eq!(views.sanitized(), views.raw());
+            let known: Vec<usize> = offsets
+                .iter()
+                .map(|&at| views.sanitized_offset(at))
+                .collect();
+            assert_eq!(known, redacting);
+        }
+    }
+
+    #[test]
     fn excerpts_show_the_match() {
         let log = "ordinary log line\n".repeat(400);
         let text = format!("{log}API Error: 529 overloaded\n{}", "after\n".repeat(10));
