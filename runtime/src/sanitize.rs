@@ -28,9 +28,10 @@
 //! Cost: one scan for the triggers of every pass (`triggers`: the literals of the shapes, and
 //! long opaque runs) decides which passes can change the text; text holding none is returned
 //! borrowed after that scan alone. Each pass that runs scans the text once; one that changes
-//! it copies it once, and the triggers
-//! are scanned again. So redaction is linear in the text's length. The passes before the
-//! prefilter are kept, unchanged, as the arbiter of the differential tests
+//! it applies its edits in place (the first copies the borrowed input once, with headroom), and
+//! the triggers are scanned again. So redaction is linear in the text's length, and holds at
+//! most one copy of it besides the input, with the edits of one pass as bookkeeping. The
+//! passes before the prefilter are kept, unchanged, as the arbiter of the differential tests
 //! (`sanitize/reference.rs`).
 
 use std::borrow::Cow;
