@@ -43,10 +43,11 @@ fn text() -> String {
     let line = "   Compiling tokio v1.45.1 (the ordinary build output of an agent's tool call)\n";
     let mut text = String::with_capacity(TEXT_BYTES + 4096);
     let mut next = 0;
+    let mut secrets = secrets.iter().cycle();
     while text.len() < TEXT_BYTES {
         text.push_str(line);
         if text.len() / (256 << 10) >= next {
-            text.push_str(secrets[next % secrets.len()]);
+            text.push_str(secrets.next().unwrap_or(&""));
             text.push('\n');
             next += 1;
         }

@@ -159,10 +159,10 @@ const LITERALS: &[(&str, Triggers)] = &[
 /// Every trigger a literal of [`LITERALS`] stands for.
 const LITERAL_TRIGGERS: Triggers = {
     let mut all = Triggers(0);
-    let mut index = 0;
-    while index < LITERALS.len() {
-        all = all.union(LITERALS[index].1);
-        index += 1;
+    let mut rest = LITERALS;
+    while let [(_, triggers), tail @ ..] = rest {
+        all = all.union(*triggers);
+        rest = tail;
     }
     all
 };
