@@ -29,7 +29,7 @@
 //! long opaque runs) decides which passes can change the text; text holding none is returned
 //! borrowed after that scan alone. Each pass that runs scans the text once; one that changes
 //! it applies its edits in place (the first copies the borrowed input once, with headroom), and
-//! the triggers are scanned again. So redaction is linear in the text's length, and holds at
+//! the triggers are scanned again around its replacements. So redaction is linear in the text's length, and holds at
 //! most one copy of it besides the input, with the edits of one pass as bookkeeping. The
 //! passes before the prefilter are kept, unchanged, as the arbiter of the differential tests
 //! (`sanitize/reference.rs`).
@@ -245,7 +245,12 @@ impl<'t> Redacting<'t, '_> {
             *mark = moved(*mark, &self.edits);
         }
         self.text = edits::apply(std::mem::take(&mut self.text), &self.edits);
-        self.triggers = triggers::scan(&self.text, self.wanted);
+        self.triggers = triggers::scan_after(
+            &self.text,
+            edits::replaced(&self.edits),
+            self.triggers,
+            self.wanted,
+        );
     }
 
     /// Replaces every match of `pattern` (`$n` in `replacement` expands a group).

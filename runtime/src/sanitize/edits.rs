@@ -117,6 +117,16 @@ fn move_piece(bytes: &mut [u8], piece: Range<usize>, to: usize) {
     }
 }
 
+/// The spans the replacements of `edits` take in the text they produce.
+pub(super) fn replaced(edits: &[Edit]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut shift: isize = 0;
+    edits.iter().map(move |edit| {
+        let start = edit.start.saturating_add_signed(shift);
+        shift += edit.with.len() as isize - (edit.end - edit.start) as isize;
+        start..start + edit.with.len()
+    })
+}
+
 /// Where byte offset `mark` of a pass's input lands in its output. An offset inside a replaced
 /// span lands after its replacement: text read from a mark on never starts inside a redacted
 /// value, nor with the marker of a value that began before it.

@@ -10,8 +10,9 @@
 //! text it clears cannot match (an extra hit only runs a pass that then finds nothing). The
 //! opaque runs, which no literal announces, are found by probing every 32nd byte.
 //!
-//! A pass's replacement can create a trigger that the text before it lacked, so the redaction
-//! scans again after every pass that changed the text (`Redacting::pass`).
+//! A pass's replacement can create a trigger that the text before it lacked, so after every
+//! pass that changed the text the redaction scans again around each replacement
+//! ([`scan_after`]).
 
 use std::ops::BitOr;
 use std::sync::LazyLock;
@@ -212,6 +213,49 @@ pub(super) fn scan(text: &str, wanted: Triggers) -> Triggers {
         }
     }
     found.intersection(wanted)
+}
+
+/// The triggers of `wanted` that `text` may hold after a pass: `before`, what the text held
+/// before it, and those found near each replacement (`replaced`, the spans the replacements
+/// took in `text`). A trigger the pass created overlaps a replacement (they are never empty),
+/// so it lies within a literal's length (for a run, 31 bytes) of one. A superset of the
+/// text's triggers: a trigger the pass removed only runs a pass that then finds nothing.
+pub(super) fn scan_after(
+    text: &str,
+    replaced: impl Iterator<Item = std::ops::Range<usize>>,
+    before: Triggers,
+    wanted: Triggers,
+) -> Triggers {
+    let mut found = before;
+    for span in replaced {
+        let start = floor_boundary(text, span.start.saturating_sub(OPAQUE_RUN_BYTES - 1));
+        let end = ceil_boundary(text, span.end + OPAQUE_RUN_BYTES - 1);
+        if let Some(near) = text.get(start..end) {
+            found = found | scan(near, wanted);
+        }
+    }
+    if found.intersects(Trigger::OpaqueRun.into())
+        && found.intersects(Trigger::MarkedKey | Trigger::AwsKeyId)
+    {
+        found = found | Trigger::KeyInRun;
+    }
+    found.intersection(wanted)
+}
+
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 /// A byte of an opaque run: `[A-Za-z0-9+/=_-]`.
