@@ -13,6 +13,12 @@
 //! remediation captures); before anything is timed, every engine's winner is checked against
 //! the reference on every input.
 //!
+//! Then the redaction alone, per input set (`redaction_*` groups): the diagnostic tier as the
+//! text views apply it now (`redaction_new`: one trigger scan, then only the passes that can
+//! fire), as it was before the trigger prefilter (`redaction_reference`, the runtime's
+//! `sanitize/reference.rs`), and the trigger scan alone (`trigger_scan`), side by side; a
+//! second closing table gives their medians and ratios.
+//!
 //! Run with `cargo bench --bench classify` (add `--features vectorscan` for Vectorscan, which
 //! needs Debian's `libvectorscan-dev`). A closing table gives, per input set and engine, the
 //! median ns per classification and MB/s. `FAULTLINE_BENCH_BASELINE=<root .rules>` also times a
@@ -43,6 +49,17 @@ use faultline_runtime::{
 };
 use regex::{Regex, RegexSet};
 use serde_json::Value;
+
+/// The redaction before its trigger prefilter, and the prefilter alone: compiled into this
+/// benchmark from the runtime's sources, since neither is public API.
+#[path = "../runtime/src/sanitize/reference.rs"]
+mod redaction_reference;
+#[allow(
+    dead_code,
+    reason = "the benchmark calls the scan, not every helper of the module"
+)]
+#[path = "../runtime/src/sanitize/triggers.rs"]
+mod redaction_triggers;
 
 fn root() -> &'static Path {
     faultline_testkit::root()
@@ -1135,6 +1152,49 @@ fn bench_set(c: &mut Criterion, engines: &Engines, group_name: &str, inputs: &[E
     bench_group(c, group_name, inputs, runs);
 }
 
+/// The names of the runs of a `redaction_*` group.
+const REDACTION_RUNS: [&str; 3] = ["redaction_new", "redaction_reference", "trigger_scan"];
+
+/// The diagnostic tier alone on one input set: now, before the trigger prefilter, and the
+/// trigger scan alone. Each reads the text rules read (the raw view); the new redaction keeps
+/// the sanitized view borrowed when it changes nothing, as classification does.
+fn bench_redaction(c: &mut Criterion, group_name: &str, inputs: &[Evidence]) {
+    for input in inputs {
+        let views = TextViews::new(input);
+        assert_eq!(
+            views.sanitized(),
+            redaction_reference::diagnostic_unbounded(views.raw()),
+            "the redaction differs from its reference"
+        );
+    }
+    let runs: Vec<Run<'_>> = vec![
+        (
+            REDACTION_RUNS[0],
+            Box::new(|input| {
+                black_box(TextViews::new(input).sanitized().len());
+            }),
+        ),
+        (
+            REDACTION_RUNS[1],
+            Box::new(|input| {
+                black_box(redaction_reference::diagnostic_unbounded(
+                    TextViews::new(input).raw(),
+                ));
+            }),
+        ),
+        (
+            REDACTION_RUNS[2],
+            Box::new(|input| {
+                black_box(redaction_triggers::scan(
+                    TextViews::new(input).raw(),
+                    redaction_triggers::Triggers::ALL,
+                ));
+            }),
+        ),
+    ];
+    bench_group(c, group_name, inputs, runs);
+}
+
 /// The rejecting path: how fast each engine turns away ordinary output. faultline answers with
 /// its gate (`Bundle::may_classify`: structured guards and the rules' required literals over the
 /// raw text, sound without redaction because the compiler proves every gated rule needs one of
@@ -1237,6 +1297,14 @@ fn main() {
     for (name, inputs) in sets {
         bench_set(&mut criterion, &engines, name, inputs);
     }
+    let redaction_sets: [(&str, &[Evidence]); 3] = [
+        ("redaction_prose", &prose),
+        ("redaction_errors", &errors),
+        ("redaction_stderr_4k", &blobs),
+    ];
+    for (name, inputs) in redaction_sets {
+        bench_redaction(&mut criterion, name, inputs);
+    }
     let long = long_texts(&errors);
     for (name, input) in &long {
         let classification = engines.bundle.classify(input);
@@ -1270,6 +1338,25 @@ fn main() {
                 ours.map_or("".to_owned(), |ours| format!("{:.2}", ns / ours)),
             ));
         }
+    }
+    eprintln!("{table}");
+
+    // The redaction alone: medians per text, and how the new one compares.
+    let mut table = String::from(
+        "\n| input set | redaction_new ns | redaction_reference ns | trigger_scan ns | new / reference | new / scan |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for (name, inputs) in redaction_sets {
+        let per_text = |run: &str| median(name, run, started).map(|ns| ns / inputs.len() as f64);
+        let [new, old, scan] = REDACTION_RUNS.map(per_text);
+        let (Some(new), Some(old), Some(scan)) = (new, old, scan) else {
+            continue;
+        };
+        table.push_str(&format!(
+            "| {name} ({} inputs) | {new:.0} | {old:.0} | {scan:.0} | {:.3} | {:.2} |\n",
+            inputs.len(),
+            new / old,
+            new / scan,
+        ));
     }
     eprintln!("{table}");
 }

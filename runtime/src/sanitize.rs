@@ -23,14 +23,31 @@
 //!
 //! Both are idempotent, and sanitize before cutting, so a secret can never be split from its
 //! key marker by the cut. Secrets are removed in the text as written, before the URL stripping
-//! rewrites it, so a URL can never swallow the marker of a secret glued to it. Each pass scans
-//! the text once and copies it at most once (only when it replaces something), so redaction is
-//! linear in the text's length.
+//! rewrites it, so a URL can never swallow the marker of a secret glued to it.
+//!
+//! Cost: one scan for the triggers of every pass (`triggers`: the literals of the shapes, and
+//! long opaque runs) decides which passes can change the text; text holding none is returned
+//! borrowed after that scan alone. Each pass that runs scans the text once; one that changes
+//! it applies its edits in place (the first copies the borrowed input once, with headroom), and
+//! the triggers are scanned again around its replacements. So redaction is linear in the text's length, and holds at
+//! most one copy of it besides the input, with the edits of one pass as bookkeeping. The
+//! passes before the prefilter are kept, unchanged, as the arbiter of the differential tests
+//! (`sanitize/reference.rs`).
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use edits::{Edit, moved};
+use triggers::{Trigger, Triggers};
+
+#[cfg(test)]
+mod differential;
+mod edits;
+#[cfg(test)]
+mod reference;
+mod triggers;
 
 /// The version of the redaction rules below; stamped on and checked in every bundle.
 pub const REDACTION_VERSION: &str = "faultline-redaction.v2";
@@ -88,23 +105,41 @@ fn ascii_any_case(word: &str) -> String {
 static JWT: LazyLock<Regex> =
     LazyLock::new(|| regex(r"\beyJ[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*){2,}"));
 
-/// Secret shapes replaced whole after JWTs, in order (`$n` in a replacement expands a group).
-static CREDENTIAL_REPLACEMENTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    [
-        (r"sk-[A-Za-z0-9_-]{12,}", "sk-***"),
-        (r"github_pat_[A-Za-z0-9_]{50,}", "github_pat_***"),
-        (r"ghp_[A-Za-z0-9]{30,}", "ghp_***"),
-        (r"kandev_pat_[A-Za-z0-9_]+", "kandev_pat_***"),
-        (r"(AKIA|ASIA)[A-Z0-9]{16}", "${1}***"),
-        (r"(?i)Bearer\s+[A-Za-z0-9._\-+/=]{20,}", "Bearer ***"),
-        // The key keeps its case, so that `authorization: ***` (an assignment's output) is
-        // left as it is: both tiers are idempotent.
-        (r"(?i)(Authorization):[ \t]*[^\r\n]+", "${1}: ***"),
-    ]
-    .into_iter()
-    .map(|(pattern, replacement)| (regex(pattern), replacement))
-    .collect()
-});
+/// Secret shapes replaced whole after JWTs, in order (`$n` in a replacement expands a group),
+/// with the trigger each needs.
+static CREDENTIAL_REPLACEMENTS: LazyLock<Vec<(Regex, &'static str, Trigger)>> =
+    LazyLock::new(|| {
+        [
+            (r"sk-[A-Za-z0-9_-]{12,}", "sk-***", Trigger::MarkedKey),
+            (
+                r"github_pat_[A-Za-z0-9_]{50,}",
+                "github_pat_***",
+                Trigger::MarkedKey,
+            ),
+            (r"ghp_[A-Za-z0-9]{30,}", "ghp_***", Trigger::MarkedKey),
+            (
+                r"kandev_pat_[A-Za-z0-9_]+",
+                "kandev_pat_***",
+                Trigger::MarkedKey,
+            ),
+            (r"(AKIA|ASIA)[A-Z0-9]{16}", "${1}***", Trigger::AwsKeyId),
+            (
+                r"(?i)Bearer\s+[A-Za-z0-9._\-+/=]{20,}",
+                "Bearer ***",
+                Trigger::Bearer,
+            ),
+            // The key keeps its case, so that `authorization: ***` (an assignment's output) is
+            // left as it is: both tiers are idempotent.
+            (
+                r"(?i)(Authorization):[ \t]*[^\r\n]+",
+                "${1}: ***",
+                Trigger::Authorization,
+            ),
+        ]
+        .into_iter()
+        .map(|(pattern, replacement, trigger)| (regex(pattern), replacement, trigger))
+        .collect()
+    });
 
 /// The keywords that make a key or an option name secret-looking, anywhere in it (`pwd` only
 /// as a whole part of the key: `DB_PWD`, not `upwds8`).
@@ -181,48 +216,46 @@ static PROVIDER_ID: LazyLock<Regex> =
     LazyLock::new(|| regex(r"(?i)\b(?:wrk|ses|run)_[A-Za-z0-9_-]+\b"));
 static WHITESPACE_RUN: LazyLock<Regex> = LazyLock::new(|| regex(r"\s+"));
 
-/// One replacement a pass makes: bytes `start..end` of its input become `with`.
-#[derive(Debug)]
-struct Edit {
-    start: usize,
-    end: usize,
-    with: Cow<'static, str>,
-}
-
 /// A text being redacted pass by pass, with some of the original's byte offsets (`marks`)
 /// carried along to where they land in the result.
 struct Redacting<'t, 'm> {
     text: Cow<'t, str>,
     marks: &'m mut [usize],
     edits: Vec<Edit>,
+    /// What the tier's passes can need.
+    wanted: Triggers,
+    /// What the text holds now, of `wanted`.
+    triggers: Triggers,
 }
 
 impl<'t> Redacting<'t, '_> {
-    /// Runs one pass: `find` lists its edits in order, without overlaps; the text is rebuilt
-    /// (one copy) only when there is one.
-    fn pass(&mut self, find: impl FnOnce(&str, &mut Vec<Edit>)) {
+    /// Runs one pass, if the text holds what it `needs`: `find` lists its edits in order,
+    /// without overlaps; they are applied, and the triggers scanned again, only when there is
+    /// one.
+    fn pass(&mut self, needs: impl Into<Triggers>, find: impl FnOnce(&str, &mut Vec<Edit>)) {
+        if !self.triggers.intersects(needs.into()) {
+            return;
+        }
         self.edits.clear();
         find(&self.text, &mut self.edits);
         if self.edits.is_empty() {
             return;
         }
-        let mut out = String::with_capacity(self.text.len());
-        let mut last = 0;
-        for edit in &self.edits {
-            out.push_str(self.text.get(last..edit.start).unwrap_or(""));
-            out.push_str(&edit.with);
-            last = edit.end;
-        }
-        out.push_str(self.text.get(last..).unwrap_or(""));
         for mark in self.marks.iter_mut() {
             *mark = moved(*mark, &self.edits);
         }
-        self.text = Cow::Owned(out);
+        self.text = edits::apply(std::mem::take(&mut self.text), &self.edits);
+        self.triggers = triggers::scan_after(
+            &self.text,
+            edits::replaced(&self.edits),
+            self.triggers,
+            self.wanted,
+        );
     }
 
     /// Replaces every match of `pattern` (`$n` in `replacement` expands a group).
-    fn replace(&mut self, pattern: &Regex, replacement: &'static str) {
-        self.pass(|text, edits| {
+    fn replace(&mut self, needs: impl Into<Triggers>, pattern: &Regex, replacement: &'static str) {
+        self.pass(needs, |text, edits| {
             if replacement.contains('$') {
                 for captures in pattern.captures_iter(text) {
                     let Some(whole) = captures.get(0) else {
@@ -251,68 +284,74 @@ impl<'t> Redacting<'t, '_> {
     }
 }
 
-/// Where byte offset `mark` of a pass's input lands in its output. An offset inside a replaced
-/// span lands after its replacement: text read from a mark on never starts inside a redacted
-/// value, nor with the marker of a value that began before it.
-fn moved(mark: usize, edits: &[Edit]) -> usize {
-    let (mut added, mut removed) = (0, 0);
-    for edit in edits {
-        if edit.end <= mark {
-            added += edit.with.len();
-            removed += edit.end - edit.start;
-        } else if edit.start < mark {
-            return edit.start + added - removed + edit.with.len();
-        } else {
-            break;
-        }
-    }
-    mark + added - removed
+/// A tier: its passes, and every trigger they can need.
+struct Tier {
+    passes: fn(&mut Redacting<'_, '_>),
+    wanted: Triggers,
 }
 
+const CREDENTIAL_TIER: Tier = Tier {
+    passes: credential_passes,
+    wanted: triggers::CREDENTIAL,
+};
+
+const DIAGNOSTIC_TIER: Tier = Tier {
+    passes: diagnostic_passes,
+    wanted: Triggers::ALL,
+};
+
 fn credential_passes(redacting: &mut Redacting<'_, '_>) {
-    redacting.replace(&JWT, "eyJ***");
-    for (pattern, replacement) in CREDENTIAL_REPLACEMENTS.iter() {
-        redacting.replace(pattern, replacement);
+    redacting.replace(Trigger::Jwt, &JWT, "eyJ***");
+    for (pattern, replacement, trigger) in CREDENTIAL_REPLACEMENTS.iter() {
+        redacting.replace(*trigger, pattern, replacement);
     }
     // User-info before assignments: a user name that looks like a key (`token:…@`, `pwd:…@`)
     // must not turn the password after it into an assignment value that hides the `@`.
-    redacting.replace(&URL_USERINFO, "${1}***@");
-    redacting.pass(secret_options);
-    redacting.pass(assignments);
+    redacting.replace(Trigger::Scheme, &URL_USERINFO, "${1}***@");
+    redacting.pass(Trigger::DoubleDash, secret_options);
+    redacting.pass(Trigger::SecretWord, assignments);
 }
 
 fn diagnostic_passes(redacting: &mut Redacting<'_, '_>) {
     // JWTs first here too: a JWT segment is a run that may hold a key, and taking the run alone
     // would leave the JWT's other segments.
-    redacting.replace(&JWT, "eyJ***");
-    redacting.pass(keys_inside_runs);
+    redacting.replace(Trigger::Jwt, &JWT, "eyJ***");
+    redacting.pass(Trigger::KeyInRun, keys_inside_runs);
     credential_passes(redacting);
-    redacting.replace(&URL, "${1}${2}");
-    redacting.replace(&WORKSPACE_ID, "[redacted-id]");
-    redacting.pass(emails);
-    redacting.replace(&OPAQUE_RUN, "***");
-    redacting.replace(&USERS_HOME, "/Users/<redacted>/");
-    redacting.replace(&HOME_HOME, "/home/<redacted>/");
-    redacting.pass(windows_paths);
-    redacting.pass(unix_paths);
+    redacting.replace(Trigger::Scheme, &URL, "${1}${2}");
+    redacting.replace(Trigger::WorkspaceId, &WORKSPACE_ID, "[redacted-id]");
+    redacting.pass(Trigger::At, emails);
+    redacting.replace(Trigger::OpaqueRun, &OPAQUE_RUN, "***");
+    redacting.replace(Trigger::UsersHome, &USERS_HOME, "/Users/<redacted>/");
+    redacting.replace(Trigger::HomeHome, &HOME_HOME, "/home/<redacted>/");
+    redacting.pass(Trigger::DriveColon, windows_paths);
+    redacting.pass(Trigger::Slash, unix_paths);
     // Removing a run or a path can leave `scheme://…@` with nothing between (`C://"x/y/@`):
     // user-info once more, so that the tier is idempotent.
-    redacting.replace(&URL_USERINFO, "${1}***@");
+    redacting.replace(Trigger::Scheme, &URL_USERINFO, "${1}***@");
 }
 
-fn run<'t>(text: &'t str, marks: &mut [usize], passes: fn(&mut Redacting<'_, '_>)) -> Cow<'t, str> {
+/// `text` through `tier`: borrowed when it holds none of the tier's triggers (after that one
+/// scan) or no pass changed it.
+fn run<'t>(text: &'t str, marks: &mut [usize], tier: &Tier) -> Cow<'t, str> {
+    let triggers = triggers::scan(text, tier.wanted);
+    if triggers.is_empty() {
+        return Cow::Borrowed(text);
+    }
     let mut redacting = Redacting {
         text: Cow::Borrowed(text),
         marks,
         edits: Vec::new(),
+        wanted: tier.wanted,
+        triggers,
     };
-    passes(&mut redacting);
+    (tier.passes)(&mut redacting);
     redacting.finish()
 }
 
 /// The credential tier, unbounded: secrets removed, everything else kept.
 pub fn credentials_unbounded(text: &str) -> String {
-    run(text, &mut [], credential_passes).into_owned()
+    run(text, &mut [], &CREDENTIAL_TIER).into_owned()
 }
 
 /// The credential tier, cut to [`MAX_EXCERPT_BYTES`] on a character boundary.
@@ -324,18 +363,23 @@ pub fn credentials(text: &str) -> String {
 /// Whether `text` holds anything the credential tier removes: a value that must never be
 /// reported, such as a captured remediation, is refused when it does.
 pub fn holds_credential(text: &str) -> bool {
-    matches!(run(text, &mut [], credential_passes), Cow::Owned(redacted) if redacted != text)
+    matches!(run(text, &mut [], &CREDENTIAL_TIER), Cow::Owned(redacted) if redacted != text)
 }
 
 /// The diagnostic tier, unbounded.
 pub fn diagnostic_unbounded(text: &str) -> String {
-    run(text, &mut [], diagnostic_passes).into_owned()
+    run(text, &mut [], &DIAGNOSTIC_TIER).into_owned()
 }
 
 /// The diagnostic tier of `text`, with byte offsets of `text` in `marks` moved to where they
 /// land in the result (an offset inside a redacted span lands after its replacement).
 pub fn diagnostic_marked(text: &str, marks: &mut [usize]) -> String {
-    run(text, marks, diagnostic_passes).into_owned()
+    diagnostic_view(text, marks).into_owned()
+}
+
+/// [`diagnostic_marked`], borrowed when the redaction changes nothing.
+pub(crate) fn diagnostic_view<'t>(text: &'t str, marks: &mut [usize]) -> Cow<'t, str> {
+    run(text, marks, &DIAGNOSTIC_TIER)
 }
 
 /// The diagnostic tier, cut to [`MAX_EXCERPT_BYTES`] on a character boundary.
@@ -582,520 +626,4 @@ fn quoted_end(text: &str, start: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn every_word_the_redaction_writes_is_in_the_raw_text_or_declared_introduced() {
-        // The replacement texts of both tiers, and the words of each that come from the raw
-        // text the replacement was made for (a secret's marker, a kept key or prefix).
-        let replacements = [
-            ("eyJ***", &["eyj"][..]),
-            ("sk-***", &["sk"]),
-            ("github_pat_***", &["github_pat_"]),
-            ("ghp_***", &["ghp_"]),
-            ("kandev_pat_***", &["kandev_pat_"]),
-            ("AKIA***", &["akia"]),
-            ("ASIA***", &["asia"]),
-            ("Bearer ***", &["bearer"]),
-            ("Authorization: ***", &["authorization"]),
-            ("--api-key ***", &["api", "key"]),
-            ("--db-password ***", &["db", "password"]),
-            (": ***", &[]),
-            ("***@", &[]),
-            ("[redacted-id]", &[]),
-            ("[email-redacted]", &[]),
-            ("***", &[]),
-            ("/Users/<redacted>/", &["users"]),
-            ("/home/<redacted>/", &["home"]),
-            ("[path-redacted]", &[]),
-            ("/Users/<redacted>/[path-redacted]", &["users"]),
-            ("[redacted]", &[]),
-        ];
-        for (replacement, from_raw) in replacements {
-            for word in replacement
-                .to_ascii_lowercase()
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            {
-                if word.is_empty() {
-                    continue;
-                }
-                assert!(
-                    from_raw.contains(&word)
-                        || from_raw.iter().any(|raw| raw.contains(word))
-                        || INTRODUCED_WORDS.contains(&word),
-                    "`{word}` of `{replacement}` is neither from the raw text nor declared introduced"
-                );
-            }
-        }
-        assert!(diagnostic("ses_1 /workspace/a/b https://x.y/z").contains("[redacted-id]"));
-    }
-
-    #[test]
-    fn credential_tier_redacts_every_listed_shape() {
-        let cases = [
-            ("key sk-abcdefghijklmnop done", "key sk-*** done"),
-            (
-                "github_pat_11ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnop",
-                "github_pat_***",
-            ),
-            ("ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_***"),
-            ("kandev_pat_abc_123", "kandev_pat_***"),
-            (
-                "curl -H 'bearer abcdefghijklmnopqrstuvwxyz'",
-                "curl -H 'Bearer ***'",
-            ),
-            (
-                "Authorization: Basic dXNlcjpwYXNz\nnext",
-                "Authorization: ***\nnext",
-            ),
-            ("agent --api-key=xyz123 run", "agent --api-key *** run"),
-            (
-                "AWS_SECRET_ACCESS_KEY=abc123 next",
-                "AWS_SECRET_ACCESS_KEY: *** next",
-            ),
-            (
-                "{\"api_key\": \"ab\\\"c\", \"x\": 1}",
-                "{\"api_key\": ***, \"x\": 1}",
-            ),
-            ("password: 123456", "password: ***"),
-            (
-                "max_tokens: 4096 tokenizer: cl100k_base",
-                "max_tokens: 4096 tokenizer: ***",
-            ),
-            ("token=abc}, rest", "token: ***}, rest"),
-            (
-                "password: \"unterminated value\nnext",
-                "password: *** value\nnext",
-            ),
-            ("https://user:pw@example.com/x", "https://***@example.com/x"),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(credentials_unbounded(input), expected, "input: {input}");
-        }
-    }
-
-    #[test]
-    fn diagnostic_tier_redacts_urls_ids_runs_and_paths() {
-        let cases = [
-            (
-                "see https://status.claude.com/incidents/x?y=1 now",
-                "see https://status.claude.com now",
-            ),
-            (
-                "session ses_abc123 in wrk_9",
-                "session [redacted-id] in [redacted-id]",
-            ),
-            (
-                "blob ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 end",
-                "blob *** end",
-            ),
-            (
-                "open /Users/cfl/.npm/_npx/d8/x failed",
-                "open /Users/<redacted>/[path-redacted] failed",
-            ),
-            (
-                "cd /home/dev/project/src/main.rs",
-                "cd /home/<redacted>/[path-redacted]",
-            ),
-            ("file /workspace/repo/a.txt", "file [path-redacted]"),
-            (r"C:\Users\me\file.txt", "[path-redacted]"),
-            ("keeps https://opencode.ai", "keeps https://opencode.ai"),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(diagnostic(input), expected, "input: {input}");
-        }
-    }
-
-    // Issue 10, item 17: a Windows path after a URL on the same line, and Windows paths with
-    // doubled backslashes (a path inside JSON inside the text).
-    #[test]
-    fn windows_path_after_a_url_is_redacted() {
-        let text = r"failed, see https://example.com then C:\Users\alice\AppData\Local\x.log";
-        assert_eq!(
-            diagnostic(text),
-            "failed, see https://example.com then [path-redacted]"
-        );
-        // A URL-ish drive scheme is kept, and a path after it on the line is still found.
-        assert_eq!(
-            diagnostic(r"c://host/x then D:\Users\alice\y"),
-            r"c://host/x then [path-redacted]"
-        );
-    }
-
-    #[test]
-    fn doubled_backslash_windows_paths_are_redacted() {
-        for text in [
-            r#"{"path":"C:\\Users\\alice\\AppData\\x.json"}"#,
-            r#"{\"path\":\"C:\\\\Users\\\\alice\\\\AppData\"}"#,
-            r"open C:\\Users\\alice\\AppData failed",
-            r"C:\\Users\\alice",
-        ] {
-            let redacted = diagnostic(text);
-            assert!(!redacted.contains("alice"), "{text} → {redacted}");
-            assert!(redacted.contains("[path-redacted]"), "{text} → {redacted}");
-        }
-    }
-
-    // Item 18: assignments inside escaped JSON (JSON inside a JSON string, as SDK reprs print
-    // request bodies) lose their values, including values with blanks and escaped quotes.
-    #[test]
-    fn assignments_inside_escaped_json_are_redacted() {
-        let cases = [
-            (
-                r#"body={\"password\": \"hunter2hunter2\", \"api_key\":\"abc123xyz\"}"#,
-                r#"body={\"password\": ***, \"api_key\": ***}"#,
-            ),
-            (
-                r#"{\"password\": \"correct horse \\\"battery\\\" staple\", \"x\": 1}"#,
-                r#"{\"password\": ***, \"x\": 1}"#,
-            ),
-            (
-                r#"{\\\"token\\\": \\\"tok en\\\"}"#,
-                r#"{\\\"token\\\": ***}"#,
-            ),
-            (r"{\'secret\': \'s3 cr3t\'}", r"{\'secret\': ***}"),
-            (r#"password=\"two words\" next"#, "password: *** next"),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(credentials_unbounded(input), expected, "input: {input}");
-        }
-    }
-
-    // Item 19: the secret glued to a URL keeps its marker, so its value is removed before the
-    // URL is cut to scheme and host.
-    #[test]
-    fn url_redaction_keeps_the_marker_of_a_glued_secret() {
-        for (text, secret) in [
-            (
-                "https://api.example.com/v1;--api-key Zq9xW2vB7nK4",
-                "Zq9xW2vB7nK4",
-            ),
-            (
-                r#"https://api.example.com/v1,"password": "Zq9 xW2vB7nK4""#,
-                "xW2vB7nK4",
-            ),
-            (
-                "https://api.example.com/v1;Bearer Zq9xW2vB7nK4mP3rT6yU8",
-                "Zq9xW2vB7nK4mP3rT6yU8",
-            ),
-            (
-                "https://api.example.com/v1?token=Zq9xW2vB7nK4",
-                "Zq9xW2vB7nK4",
-            ),
-        ] {
-            let redacted = diagnostic(text);
-            assert!(!redacted.contains(secret), "{text} → {redacted}");
-            assert!(
-                redacted.starts_with("https://api.example.com"),
-                "{redacted}"
-            );
-        }
-    }
-
-    // Item 20: a JSON `Authorization` key with a short `Basic` credential, and `sk-` inside a
-    // JWT's signature.
-    #[test]
-    fn json_authorization_key_with_a_short_credential_is_redacted() {
-        let cases = [
-            // Like the `Authorization:` header form, the value runs to the end of the line.
-            (
-                "{\"Authorization\": \"Basic dXNlcjpwYXNz\", \"x\": 1}\nnext",
-                "{\"Authorization\": ***\nnext",
-            ),
-            (
-                r#"{'authorization': 'Basic dXNlcjpw'}"#,
-                r#"{'authorization': ***"#,
-            ),
-            (
-                "authorization=Basic dXNlcjpw\nnext",
-                "authorization: ***\nnext",
-            ),
-            (
-                r#"{\"Authorization\": \"Bearer abc\"}"#,
-                r#"{\"Authorization\": ***"#,
-            ),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(credentials_unbounded(input), expected, "input: {input}");
-        }
-    }
-
-    #[test]
-    fn sk_inside_a_jwt_leaves_nothing_of_it() {
-        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.Qx7_aBcDeFgsk-abcdefghijklmnop";
-        for redacted in [credentials(jwt), diagnostic(jwt)] {
-            assert_eq!(redacted, "eyJ***");
-        }
-    }
-
-    // Item 21: shapes the reference does not cover, in the tier of their neighbours.
-    #[test]
-    fn aws_access_key_ids_are_credentials() {
-        assert_eq!(
-            credentials("key AKIAIOSFODNN7EXAMPLE and ASIAY34FZKBOKMUTVV7A."),
-            "key AKIA*** and ASIA***."
-        );
-    }
-
-    #[test]
-    fn jwts_of_any_length_are_credentials() {
-        for (jwt, expected) in [
-            ("eyJhbGciOiJub25lIn0.e30.", "eyJ***"),
-            ("eyJ0.e.x", "eyJ***"),
-            (
-                "\"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U\"",
-                "\"eyJ***\"",
-            ),
-        ] {
-            assert_eq!(credentials(jwt), expected);
-        }
-        // A JWE's five segments (the second empty with direct encryption).
-        assert_eq!(
-            credentials(
-                "jwe eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..48V1_ALb6US04U3b.5eym8TW_c8SuK0ltJ3rpYIzOeDQz7TALvtu6UG9oMo4vpzs9tX_EFShS8iB7j6ji.XFBoMYUZodetZdvTiFvSkQ end"
-            ),
-            "jwe eyJ*** end"
-        );
-        // Not a JWT: `eyJ` inside a word, and two segments only.
-        assert_eq!(credentials("keyJSON.parse.x"), "keyJSON.parse.x");
-        assert_eq!(credentials("eyJa.b"), "eyJa.b");
-    }
-
-    #[test]
-    fn passwd_and_pwd_assignments_are_credentials() {
-        assert_eq!(
-            credentials("mysql passwd=Zq9xW2 pwd: hunter2 DB_PWD=\"a b\""),
-            "mysql passwd: *** pwd: *** DB_PWD: ***"
-        );
-    }
-
-    #[test]
-    fn url_user_names_that_look_like_keys_go_with_the_user_info() {
-        assert_eq!(
-            credentials("https://token:x-oauth-basic@github.com/o/r and redis://upwd:Zq9x@db:6379"),
-            "https://***@github.com/o/r and redis://***@db:6379"
-        );
-        // `pwd` counts as a whole part of a key only.
-        assert_eq!(credentials("upwds8: value"), "upwds8: value");
-        assert_eq!(credentials("OLDPWD=/x DB_PWD=y"), "OLDPWD: *** DB_PWD: ***");
-    }
-
-    #[test]
-    fn password_and_token_options_are_credentials() {
-        let cases = [
-            (
-                "login --password Zq9xW2vB --verbose",
-                "login --password *** --verbose",
-            ),
-            ("cli --token=Zq9xW2vB run", "cli --token *** run"),
-            ("cli --github-token\tZq9xW2vB", "cli --github-token ***"),
-            (r#"cli --password "two words" x"#, "cli --password *** x"),
-            (
-                "cli --max-tokens 4096 --token-file /x",
-                "cli --max-tokens 4096 --token-file /x",
-            ),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(credentials(input), expected, "input: {input}");
-        }
-    }
-
-    #[test]
-    fn email_addresses_are_diagnostic() {
-        assert_eq!(
-            diagnostic("mail alice.smith+ci@corp-example.co.uk failed"),
-            "mail [email-redacted] failed"
-        );
-        // The credential tier keeps them (user-authored text may address someone).
-        assert_eq!(
-            credentials("mail alice@example.com"),
-            "mail alice@example.com"
-        );
-        // npm's `name@version` is not an address, even with a letters-only pre-release tag.
-        assert_eq!(
-            diagnostic("No matching version found for pkg@1.0.0-alpha.beta."),
-            "No matching version found for pkg@1.0.0-alpha.beta."
-        );
-    }
-
-    #[test]
-    fn keys_inside_longer_runs_take_the_whole_run() {
-        assert_eq!(
-            diagnostic("blob Qx7aBcDeFgHiJkLmNoPsk-abcdefghijklmnop end"),
-            "blob *** end"
-        );
-        assert_eq!(
-            diagnostic("id AKIAIOSFODNN7EXAMPLEZ0123456789abcdef end"),
-            "id *** end"
-        );
-        // A key that is the whole run keeps its marker; keys after `=` or `/` are whole runs.
-        assert_eq!(
-            diagnostic(
-                "k sk-abcdefghijklmnopqrstuvwxyz0123456789 api_key=sk-abcdefghijklmnopqrstuvwxyz01"
-            ),
-            "k sk-*** api_key: ***"
-        );
-    }
-
-    #[test]
-    fn marks_move_with_the_redaction() {
-        let text = "a sk-abcdefghijklmnop b https://x.y/z c";
-        let c = text.find(" c").unwrap_or(0);
-        let inside = text.find("defg").unwrap_or(0);
-        let mut marks = [0, inside, c];
-        let redacted = diagnostic_marked(text, &mut marks);
-        assert_eq!(redacted, "a sk-*** b https://x.y c");
-        assert_eq!(marks[0], 0);
-        // An offset inside a secret lands after its replacement.
-        assert_eq!(redacted.get(marks[1]..), Some(" b https://x.y c"));
-        assert_eq!(redacted.get(marks[2]..), Some(" c"));
-    }
-
-    #[test]
-    fn holds_credential_names_what_the_credential_tier_removes() {
-        assert!(holds_credential(
-            "/home/a/ghp_abcdefghijklmnopqrstuvwxyz0123/x"
-        ));
-        assert!(!holds_credential("/home/alice/.npm/_npx/0123abcd"));
-        assert!(!holds_credential("password: ***"));
-    }
-
-    #[test]
-    fn excerpts_are_cut_on_a_character_boundary_after_sanitizing() {
-        let text = format!("{}é", "a ".repeat(2047));
-        let excerpt = diagnostic(&text);
-        assert!(excerpt.len() <= MAX_EXCERPT_BYTES);
-        assert!(excerpt.is_char_boundary(excerpt.len()));
-        // The secret is redacted before the cut, so no prefix of it survives.
-        let secret = format!("{}sk-abcdefghijklmnopqrstuvwxyz", "x ".repeat(2040));
-        assert!(!diagnostic(&secret).contains("sk-abc"));
-    }
-
-    #[test]
-    fn provider_messages_collapse_and_trim() {
-        assert_eq!(
-            provider_message("  Selected model is at capacity.  \n"),
-            "Selected model is at capacity"
-        );
-        assert_eq!(
-            provider_message("see https://x.y/z for ses_1"),
-            "see for [redacted-id]"
-        );
-    }
-
-    /// A secret of a covered shape, and the value that must not survive.
-    fn secret() -> impl Strategy<Value = (String, String)> {
-        let value = "[A-Za-z0-9]{30,40}";
-        (0usize..12, value).prop_map(|(shape, value)| {
-            let text = match shape {
-                0 => format!("sk-{value}"),
-                1 => format!("ghp_{value}"),
-                2 => format!("github_pat_{value}{value}"),
-                3 => format!("Bearer {value}"),
-                4 => format!("api_key={value}"),
-                5 => format!("eyJ{value}.{value}.{value}"),
-                6 => format!("--token {value}"),
-                7 => format!("\"passwd\": \"{value}\""),
-                8 => format!("{{\\\"password\\\": \\\"{value}\\\"}}"),
-                9 => format!("https://api.example.com/v1;--api-key {value}"),
-                10 => format!("\"Authorization\": \"Basic {value}\""),
-                _ => format!("Authorization: token {value}"),
-            };
-            (text, value)
-        })
-    }
-
-    /// Pieces of the shapes the tiers look for, to be glued together in any order.
-    fn soup_part() -> impl Strategy<Value = String> {
-        prop_oneof![
-            prop::sample::select(vec![
-                "sk-",
-                "ghp_",
-                "github_pat_",
-                "AKIA",
-                "eyJ",
-                ".",
-                "Bearer ",
-                "Authorization:",
-                "authorization",
-                "password",
-                "pwd",
-                "_PWD",
-                "token",
-                "api_key",
-                "--token",
-                "--password",
-                "=",
-                ": ",
-                "\"",
-                "'",
-                "\\",
-                "\\\"",
-                "https://",
-                "ftp://",
-                "@",
-                "/home/",
-                "/Users/",
-                "C:\\",
-                "C://",
-                "/",
-                " ",
-                "\n",
-                "\t",
-                ",",
-                ";",
-                "}",
-                "ses_",
-                "[",
-                "*",
-                "example.com",
-                "1.2.3",
-            ])
-            .prop_map(str::to_owned),
-            "[A-Za-z0-9]{1,40}",
-        ]
-    }
-
-    proptest! {
-        #[test]
-        fn both_tiers_are_idempotent(text in "[ -~\n]{0,200}") {
-            let once = diagnostic(&text);
-            prop_assert_eq!(diagnostic(&once), once.clone());
-            let credential_once = credentials(&text);
-            prop_assert_eq!(credentials(&credential_once), credential_once);
-        }
-
-        // The credential tier is idempotent on text made of the pieces of the shapes it looks
-        // for (the diagnostic tier is checked on printable text above: gluing URLs, homes and
-        // paths together in any order can make its path rules disagree with themselves).
-        #[test]
-        fn the_credential_tier_is_idempotent_on_secret_shaped_soup(parts in prop::collection::vec(soup_part(), 0..14)) {
-            let text = parts.concat();
-            let once = credentials_unbounded(&text);
-            prop_assert_eq!(credentials_unbounded(&once), once.clone(), "text: {:?}", text);
-        }
-
-        #[test]
-        fn no_generated_secret_survives(prefix in "[a-z ]{0,20}", (secret, value) in secret(), suffix in "[a-z ]{0,20}") {
-            let text = format!("{prefix} {secret} {suffix}");
-            for redacted in [credentials(&text), diagnostic(&text)] {
-                prop_assert!(!redacted.contains(&value), "{} survived in {}", value, redacted);
-            }
-        }
-
-        #[test]
-        fn marks_land_on_character_boundaries(text in "[ -~\né]{0,120}", at in any::<prop::sample::Index>()) {
-            let mut mark = at.index(text.len() + 1);
-            while !text.is_char_boundary(mark) {
-                mark -= 1;
-            }
-            let mut marks = [mark, text.len()];
-            let redacted = diagnostic_marked(&text, &mut marks);
-            prop_assert!(redacted.is_char_boundary(marks[0]));
-            prop_assert_eq!(marks[1], redacted.len());
-            prop_assert!(marks[0] <= marks[1]);
-        }
-    }
-}
+mod tests;

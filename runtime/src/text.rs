@@ -43,7 +43,9 @@ pub struct TextViews<'a> {
     start: usize,
     /// The length of the whole evidence text.
     len: usize,
-    sanitized: OnceCell<String>,
+    /// The redacted tail; `None` when the redaction changes nothing, so the sanitized view is
+    /// the raw view and is not copied.
+    sanitized: OnceCell<Option<String>>,
 }
 
 impl<'a> TextViews<'a> {
@@ -99,15 +101,25 @@ impl<'a> TextViews<'a> {
 
     /// The sanitized view: the diagnostic-tier redaction of the raw view.
     pub fn sanitized(&self) -> &str {
-        self.sanitized.get_or_init(|| {
-            if self.start == 0 {
-                return sanitize::diagnostic_unbounded(&self.window);
-            }
-            let mut marks = [self.start];
-            let mut redacted = sanitize::diagnostic_marked(&self.window, &mut marks);
-            redacted.replace_range(..floor_boundary(&redacted, marks[0]), "");
-            redacted
-        })
+        self.sanitized
+            .get_or_init(|| {
+                if self.start == 0 {
+                    return match sanitize::diagnostic_view(&self.window, &mut []) {
+                        Cow::Borrowed(_) => None,
+                        Cow::Owned(redacted) => Some(redacted),
+                    };
+                }
+                let mut marks = [self.start];
+                match sanitize::diagnostic_view(&self.window, &mut marks) {
+                    Cow::Borrowed(_) => None,
+                    Cow::Owned(mut redacted) => {
+                        redacted.replace_range(..floor_boundary(&redacted, marks[0]), "");
+                        Some(redacted)
+                    }
+                }
+            })
+            .as_deref()
+            .unwrap_or_else(|| self.raw())
     }
 
     /// One of the views of the text; empty for [`TextView::Body`], which is not text of the
@@ -123,7 +135,11 @@ impl<'a> TextViews<'a> {
     /// The sanitized view, moved out.
     pub fn into_sanitized(self) -> String {
         self.sanitized();
-        self.sanitized.into_inner().unwrap_or_default()
+        match self.sanitized.into_inner().flatten() {
+            Some(redacted) => redacted,
+            None if self.start == 0 => self.window.into_owned(),
+            None => self.window.get(self.start..).unwrap_or("").to_owned(),
+        }
     }
 
     /// The length of the whole evidence text, of which the raw view is the tail.
@@ -139,6 +155,11 @@ impl<'a> TextViews<'a> {
     /// Where byte offset `raw` of the raw view lands in the sanitized view (after the
     /// replacement, when it lies inside a redacted span).
     pub fn sanitized_offset(&self, raw: usize) -> usize {
+        if self.sanitized.get().is_some_and(Option::is_none) {
+            // Nothing was redacted: every offset stays where it is.
+            return floor_boundary(&self.window, self.start + raw.min(self.raw().len()))
+                .saturating_sub(self.start);
+        }
         let mut marks = [self.start, self.start + raw.min(self.raw().len())];
         let redacted = sanitize::diagnostic_marked(&self.window, &mut marks);
         let start = floor_boundary(&redacted, marks[0]);
@@ -272,6 +293,28 @@ mod tests {
         assert!(!views.raw().contains("password"));
         assert!(views.raw().contains(&value[15..]));
         assert!(!views.sanitized().contains(&value[15..]));
+    }
+
+    #[test]
+    fn offsets_in_an_unredacted_view_stay_where_they_are() {
+        let line = "an ordinary line of agent output, é\n";
+        for text in [line.repeat(3), line.repeat(40_000)] {
+            let views = TextViews::of_text(&text);
+            let len = views.raw().len();
+            let offsets = [0, 1, 34, 35, len / 2, len - 1, len, len + 5];
+            // Before the sanitized view exists, each offset is found by redacting again; after,
+            // from knowing that nothing was redacted.
+            let redacting: Vec<usize> = offsets
+                .iter()
+                .map(|&at| views.sanitized_offset(at))
+                .collect();
+            assert_eq!(views.sanitized(), views.raw());
+            let known: Vec<usize> = offsets
+                .iter()
+                .map(|&at| views.sanitized_offset(at))
+                .collect();
+            assert_eq!(known, redacting);
+        }
     }
 
     #[test]

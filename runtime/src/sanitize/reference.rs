@@ -1,0 +1,551 @@
+//! The redaction as it was before the trigger prefilter (`faultline-redaction.v2`, pass by pass,
+//! every pass over the whole text), kept unchanged as the arbiter of the fast one: the
+//! differential tests (`sanitize/differential.rs`) and the redaction benchmark
+//! (`benches/redaction.rs`, which includes this file) compare the two on every input.
+//!
+//! Self-contained on purpose (only `std` and `regex`), so that the benchmark can include it.
+#![allow(
+    dead_code,
+    reason = "each includer calls the entry points it compares, not all of them"
+)]
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// The bound of a classifier excerpt.
+const MAX_EXCERPT_BYTES: usize = 4096;
+/// The bound of a provider message projection.
+const MAX_PROVIDER_MESSAGE_BYTES: usize = 2048;
+
+/// Keys whose bare integer values are counts, not secrets.
+const COUNT_KEYS: &[&str] = &[
+    "tokens",
+    "max_tokens",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+];
+
+#[allow(
+    clippy::expect_used,
+    reason = "the patterns are constants of this module; every one is compiled by its tests \
+              (`allow`, not `expect`: in the runtime's tests the lint is off)"
+)]
+fn regex(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("constant redaction pattern")
+}
+
+/// `word` matched in any ASCII case, without Unicode case folding.
+fn ascii_any_case(word: &str) -> String {
+    word.chars()
+        .map(|c| {
+            if c.is_ascii_alphabetic() {
+                format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase())
+            } else {
+                regex::escape(&c.to_string())
+            }
+        })
+        .collect()
+}
+
+/// A JWT or JWE. JWS compact serialization (RFC 7515, section 3.1; a JWT) is three base64url
+/// segments joined by dots, the first an encoded JSON header (`{"` → `eyJ`); a JWE (RFC 7516)
+/// has five, some possibly empty. Replaced first: a JWT's signature may contain `sk-`, which
+/// would otherwise leave the rest of it.
+static JWT: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"\beyJ[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*){2,}"));
+
+/// Secret shapes replaced whole after JWTs, in order (`$n` in a replacement expands a group).
+static CREDENTIAL_REPLACEMENTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        (r"sk-[A-Za-z0-9_-]{12,}", "sk-***"),
+        (r"github_pat_[A-Za-z0-9_]{50,}", "github_pat_***"),
+        (r"ghp_[A-Za-z0-9]{30,}", "ghp_***"),
+        (r"kandev_pat_[A-Za-z0-9_]+", "kandev_pat_***"),
+        (r"(AKIA|ASIA)[A-Z0-9]{16}", "${1}***"),
+        (r"(?i)Bearer\s+[A-Za-z0-9._\-+/=]{20,}", "Bearer ***"),
+        // The key keeps its case, so that `authorization: ***` (an assignment's output) is
+        // left as it is: both tiers are idempotent.
+        (r"(?i)(Authorization):[ \t]*[^\r\n]+", "${1}: ***"),
+    ]
+    .into_iter()
+    .map(|(pattern, replacement)| (regex(pattern), replacement))
+    .collect()
+});
+
+/// The keywords that make a key or an option name secret-looking, anywhere in it (`pwd` only
+/// as a whole part of the key: `DB_PWD`, not `upwds8`).
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "api-key",
+    "apikey",
+    "authorization",
+];
+
+static KEY: LazyLock<String> = LazyLock::new(|| {
+    let words: Vec<String> = SECRET_WORDS.iter().map(|w| ascii_any_case(w)).collect();
+    let pwd = ascii_any_case("pwd");
+    format!(
+        "[A-Za-z0-9_.-]*(?:{})[A-Za-z0-9_.-]*|(?:[A-Za-z0-9_.-]*[_.-])?{pwd}(?:[_.-][A-Za-z0-9_.-]*)?",
+        words.join("|")
+    )
+});
+
+/// A secret-looking key and its `:`/`=`: double-quoted, single-quoted (either possibly escaped
+/// with backslashes, as JSON inside a JSON string is), or bare.
+static ASSIGNMENT_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    let key = &*KEY;
+    regex(&format!(
+        r#"(?:\\*"(?P<dq>{key})(?P<dqc>\\*")|\\*'(?P<sq>{key})(?P<sqc>\\*')|(?P<bare>{key}))[ \t]*[:=][ \t]*"#
+    ))
+});
+
+/// An option whose value is a secret, and its `=` or blanks: `--api-key`, `--password`,
+/// `--token`, `--secret`, also with a prefix (`--github-token`, `--db-password`).
+static SECRET_OPTION: LazyLock<Regex> = LazyLock::new(|| {
+    let words: Vec<String> = [
+        "api-key", "api_key", "apikey", "password", "passwd", "token", "secret",
+    ]
+    .iter()
+    .map(|w| ascii_any_case(w))
+    .collect();
+    regex(&format!(
+        r"--(?P<name>[A-Za-z0-9_-]*(?:{}))(?:=|[ \t]+)",
+        words.join("|")
+    ))
+});
+
+/// A long run of token characters, and a key prefix inside one: a key that does not cover its
+/// run is part of a larger opaque secret.
+static TOKEN_RUN: LazyLock<Regex> = LazyLock::new(|| regex(r"[A-Za-z0-9+_-]{32,}"));
+static KEY_IN_RUN: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"sk-[A-Za-z0-9_-]{12,}|github_pat_[A-Za-z0-9_]{50,}|ghp_[A-Za-z0-9]{30,}|kandev_pat_[A-Za-z0-9_]+|(?:AKIA|ASIA)[A-Z0-9]{16}",
+    )
+});
+
+static URL_USERINFO: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?i)([a-z][a-z0-9+.-]*://)[^\s/?#]+@"));
+static URL: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(https?://)(?:[^@\s/]+@)?([^/\s?#]+)[^\s]*"));
+static WORKSPACE_ID: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"\b(?:wrk|ses|run)_[A-Za-z0-9_-]+\b"));
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"));
+static OPAQUE_RUN: LazyLock<Regex> = LazyLock::new(|| regex(r"[A-Za-z0-9+/=_-]{32,}"));
+static USERS_HOME: LazyLock<Regex> = LazyLock::new(|| regex(r"/Users/[^/\s]+/"));
+static HOME_HOME: LazyLock<Regex> = LazyLock::new(|| regex(r"/home/[^/\s]+/"));
+/// A drive letter at a word start (so `https://` never reads as drive `s:`), then the rest of
+/// the line up to a quote.
+static WINDOWS_PATH: LazyLock<Regex> = LazyLock::new(|| regex(r#"(?i)\b[A-Z]:[\\/][^\r\n"']+"#));
+static UNIX_PATH: LazyLock<Regex> = LazyLock::new(|| regex(r#"/(?:[^/\s"']+/)+[^\r\n\s"'<>]+"#));
+static PROVIDER_URL: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)https?://[^\s]+"));
+static PROVIDER_ID: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?i)\b(?:wrk|ses|run)_[A-Za-z0-9_-]+\b"));
+static WHITESPACE_RUN: LazyLock<Regex> = LazyLock::new(|| regex(r"\s+"));
+
+/// One replacement a pass makes: bytes `start..end` of its input become `with`.
+#[derive(Debug)]
+struct Edit {
+    start: usize,
+    end: usize,
+    with: Cow<'static, str>,
+}
+
+/// A text being redacted pass by pass, with some of the original's byte offsets (`marks`)
+/// carried along to where they land in the result.
+struct Redacting<'t, 'm> {
+    text: Cow<'t, str>,
+    marks: &'m mut [usize],
+    edits: Vec<Edit>,
+}
+
+impl<'t> Redacting<'t, '_> {
+    /// Runs one pass: `find` lists its edits in order, without overlaps; the text is rebuilt
+    /// (one copy) only when there is one.
+    fn pass(&mut self, find: impl FnOnce(&str, &mut Vec<Edit>)) {
+        self.edits.clear();
+        find(&self.text, &mut self.edits);
+        if self.edits.is_empty() {
+            return;
+        }
+        let mut out = String::with_capacity(self.text.len());
+        let mut last = 0;
+        for edit in &self.edits {
+            out.push_str(self.text.get(last..edit.start).unwrap_or(""));
+            out.push_str(&edit.with);
+            last = edit.end;
+        }
+        out.push_str(self.text.get(last..).unwrap_or(""));
+        for mark in self.marks.iter_mut() {
+            *mark = moved(*mark, &self.edits);
+        }
+        self.text = Cow::Owned(out);
+    }
+
+    /// Replaces every match of `pattern` (`$n` in `replacement` expands a group).
+    fn replace(&mut self, pattern: &Regex, replacement: &'static str) {
+        self.pass(|text, edits| {
+            if replacement.contains('$') {
+                for captures in pattern.captures_iter(text) {
+                    let Some(whole) = captures.get(0) else {
+                        continue;
+                    };
+                    let mut with = String::new();
+                    captures.expand(replacement, &mut with);
+                    edits.push(Edit {
+                        start: whole.start(),
+                        end: whole.end(),
+                        with: Cow::Owned(with),
+                    });
+                }
+            } else {
+                edits.extend(pattern.find_iter(text).map(|found| Edit {
+                    start: found.start(),
+                    end: found.end(),
+                    with: Cow::Borrowed(replacement),
+                }));
+            }
+        });
+    }
+
+    fn finish(self) -> Cow<'t, str> {
+        self.text
+    }
+}
+
+/// Where byte offset `mark` of a pass's input lands in its output. An offset inside a replaced
+/// span lands after its replacement: text read from a mark on never starts inside a redacted
+/// value, nor with the marker of a value that began before it.
+fn moved(mark: usize, edits: &[Edit]) -> usize {
+    let (mut added, mut removed) = (0, 0);
+    for edit in edits {
+        if edit.end <= mark {
+            added += edit.with.len();
+            removed += edit.end - edit.start;
+        } else if edit.start < mark {
+            return edit.start + added - removed + edit.with.len();
+        } else {
+            break;
+        }
+    }
+    mark + added - removed
+}
+
+fn credential_passes(redacting: &mut Redacting<'_, '_>) {
+    redacting.replace(&JWT, "eyJ***");
+    for (pattern, replacement) in CREDENTIAL_REPLACEMENTS.iter() {
+        redacting.replace(pattern, replacement);
+    }
+    // User-info before assignments: a user name that looks like a key (`token:…@`, `pwd:…@`)
+    // must not turn the password after it into an assignment value that hides the `@`.
+    redacting.replace(&URL_USERINFO, "${1}***@");
+    redacting.pass(secret_options);
+    redacting.pass(assignments);
+}
+
+fn diagnostic_passes(redacting: &mut Redacting<'_, '_>) {
+    // JWTs first here too: a JWT segment is a run that may hold a key, and taking the run alone
+    // would leave the JWT's other segments.
+    redacting.replace(&JWT, "eyJ***");
+    redacting.pass(keys_inside_runs);
+    credential_passes(redacting);
+    redacting.replace(&URL, "${1}${2}");
+    redacting.replace(&WORKSPACE_ID, "[redacted-id]");
+    redacting.pass(emails);
+    redacting.replace(&OPAQUE_RUN, "***");
+    redacting.replace(&USERS_HOME, "/Users/<redacted>/");
+    redacting.replace(&HOME_HOME, "/home/<redacted>/");
+    redacting.pass(windows_paths);
+    redacting.pass(unix_paths);
+    // Removing a run or a path can leave `scheme://…@` with nothing between (`C://"x/y/@`):
+    // user-info once more, so that the tier is idempotent.
+    redacting.replace(&URL_USERINFO, "${1}***@");
+}
+
+fn run<'t>(text: &'t str, marks: &mut [usize], passes: fn(&mut Redacting<'_, '_>)) -> Cow<'t, str> {
+    let mut redacting = Redacting {
+        text: Cow::Borrowed(text),
+        marks,
+        edits: Vec::new(),
+    };
+    passes(&mut redacting);
+    redacting.finish()
+}
+
+/// The credential tier, unbounded: secrets removed, everything else kept.
+pub fn credentials_unbounded(text: &str) -> String {
+    run(text, &mut [], credential_passes).into_owned()
+}
+
+/// The credential tier, cut to [`MAX_EXCERPT_BYTES`] on a character boundary.
+pub fn credentials(text: &str) -> String {
+    cut(credentials_unbounded(text), MAX_EXCERPT_BYTES)
+}
+
+/// Whether `text` holds anything the credential tier removes: a value that must never be
+/// reported, such as a captured remediation, is refused when it does.
+pub fn holds_credential(text: &str) -> bool {
+    matches!(run(text, &mut [], credential_passes), Cow::Owned(redacted) if redacted != text)
+}
+
+/// The diagnostic tier, unbounded.
+pub fn diagnostic_unbounded(text: &str) -> String {
+    run(text, &mut [], diagnostic_passes).into_owned()
+}
+
+/// The diagnostic tier of `text`, with byte offsets of `text` in `marks` moved to where they
+/// land in the result (an offset inside a redacted span lands after its replacement).
+pub fn diagnostic_marked(text: &str, marks: &mut [usize]) -> String {
+    run(text, marks, diagnostic_passes).into_owned()
+}
+
+/// The diagnostic tier, cut to [`MAX_EXCERPT_BYTES`] on a character boundary.
+pub fn diagnostic(text: &str) -> String {
+    cut(diagnostic_unbounded(text), MAX_EXCERPT_BYTES)
+}
+
+/// A provider message projection: the diagnostic tier, URLs and ids removed, whitespace
+/// collapsed, trailing punctuation trimmed, cut to [`MAX_PROVIDER_MESSAGE_BYTES`].
+pub fn provider_message(text: &str) -> String {
+    let out = diagnostic_unbounded(text);
+    let out = PROVIDER_URL.replace_all(&out, "");
+    let out = PROVIDER_ID.replace_all(&out, "[redacted]");
+    let out = WHITESPACE_RUN.replace_all(&out, " ");
+    let trimmed = out.trim().trim_end_matches(['.', ':', ';', ',', '-', ' ']);
+    cut(trimmed.to_owned(), MAX_PROVIDER_MESSAGE_BYTES)
+}
+
+/// Cuts `text` to at most `limit` bytes, on a character boundary.
+pub fn cut(mut text: String, limit: usize) -> String {
+    if text.len() > limit {
+        let mut end = limit;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// A long opaque run with a key inside it that does not cover it whole (`…Xsk-…`, `AKIA…` with
+/// more glued after it) is one secret: it becomes `***` whole, before the credential tier's
+/// key pattern could cut it into pieces too short for the opaque-run rule. A run that is
+/// exactly a key keeps the credential tier's marker (`sk-***`).
+fn keys_inside_runs(text: &str, edits: &mut Vec<Edit>) {
+    for run in TOKEN_RUN.find_iter(text) {
+        let covered = KEY_IN_RUN
+            .find(run.as_str())
+            .is_none_or(|key| key.start() == 0 && key.end() == run.len());
+        if !covered {
+            edits.push(Edit {
+                start: run.start(),
+                end: run.end(),
+                with: Cow::Borrowed("***"),
+            });
+        }
+    }
+}
+
+/// E-mail addresses, except npm's `name@1.2.3-tag.rc`, whose "domain" is a version.
+fn emails(text: &str, edits: &mut Vec<Edit>) {
+    for found in EMAIL.find_iter(text) {
+        let domain = found
+            .as_str()
+            .split_once('@')
+            .map_or("", |(_, domain)| domain);
+        let mut labels = domain.split('.');
+        let numeric = |label: Option<&str>| {
+            label.is_some_and(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        };
+        if numeric(labels.next()) && numeric(labels.next()) {
+            continue;
+        }
+        edits.push(Edit {
+            start: found.start(),
+            end: found.end(),
+            with: Cow::Borrowed("[email-redacted]"),
+        });
+    }
+}
+
+fn windows_paths(text: &str, edits: &mut Vec<Edit>) {
+    let mut from = 0;
+    while let Some(found) = WINDOWS_PATH.find_at(text, from) {
+        // `C://` is a URL-ish drive-letter scheme, not a Windows path: look again after it,
+        // so a path later on the line is still found.
+        if found
+            .as_str()
+            .get(2..)
+            .is_some_and(|rest| rest.starts_with("//"))
+        {
+            from = found.start() + 4;
+            continue;
+        }
+        edits.push(Edit {
+            start: found.start(),
+            end: found.end(),
+            with: Cow::Borrowed("[path-redacted]"),
+        });
+        from = found.end();
+    }
+}
+
+fn unix_paths(text: &str, edits: &mut Vec<Edit>) {
+    for found in UNIX_PATH.find_iter(text) {
+        let start = found.start();
+        let preceded_by_url = start >= 2 && text.get(start - 2..start) == Some(":/");
+        let whole = found.as_str();
+        let with = if preceded_by_url || whole.contains("[path-redacted]") {
+            continue;
+        } else if whole.starts_with("/Users/<redacted>/") {
+            "/Users/<redacted>/[path-redacted]"
+        } else if whole.starts_with("/home/<redacted>/") {
+            "/home/<redacted>/[path-redacted]"
+        } else {
+            "[path-redacted]"
+        };
+        edits.push(Edit {
+            start,
+            end: found.end(),
+            with: Cow::Borrowed(with),
+        });
+    }
+}
+
+/// `--password VALUE`, `--token=VALUE` and the like become `--password ***`.
+fn secret_options(text: &str, edits: &mut Vec<Edit>) {
+    let mut from = 0;
+    while let Some(captures) = SECRET_OPTION.captures_at(text, from) {
+        let (Some(whole), Some(name)) = (captures.get(0), captures.name("name")) else {
+            break;
+        };
+        let value_end = scan_value(text, whole.end());
+        if value_end > whole.end() {
+            edits.push(Edit {
+                start: whole.start(),
+                end: value_end,
+                with: Cow::Owned(format!("--{} ***", name.as_str())),
+            });
+        }
+        from = value_end.max(whole.end());
+        if from >= text.len() {
+            break;
+        }
+    }
+}
+
+/// `key: value` and `key=value` assignments of secret-looking keys become `key: ***`.
+fn assignments(text: &str, edits: &mut Vec<Edit>) {
+    let mut search_from = 0;
+    while let Some(captures) = ASSIGNMENT_KEY.captures_at(text, search_from) {
+        let Some(whole) = captures.get(0) else { break };
+        // The key, and where the text kept before `: ***` ends (after a quoted key's quote).
+        let (key, written_end) = match (
+            captures.name("dq").zip(captures.name("dqc")),
+            captures.name("sq").zip(captures.name("sqc")),
+            captures.name("bare"),
+        ) {
+            (Some((key, quote)), _, _) | (None, Some((key, quote)), _) => (key, quote.end()),
+            (None, None, Some(key)) => (key, key.end()),
+            (None, None, None) => break,
+        };
+        let value_start = whole.end();
+        let key_lower = key.as_str().to_ascii_lowercase();
+        let value_end = if key_lower.contains("authorization") {
+            // An authorization value is a scheme and a credential (`Basic dXNl…`), quoted or
+            // not: it runs to the end of the line, as the `Authorization:` header form does
+            // (which also reads this tier's own `authorization: ***` so, idempotently).
+            let rest = text.get(value_start..).unwrap_or("");
+            value_start + rest.find(['\r', '\n']).unwrap_or(rest.len())
+        } else {
+            scan_value(text, value_start)
+        };
+        let value = text.get(value_start..value_end).unwrap_or("");
+        let is_count = COUNT_KEYS.contains(&key_lower.as_str())
+            && !value.is_empty()
+            && value.bytes().all(|b| b.is_ascii_digit());
+        if value.is_empty() || is_count {
+            search_from = value_end.max(whole.end()).max(search_from + 1);
+            if search_from > text.len() {
+                break;
+            }
+            continue;
+        }
+        edits.push(Edit {
+            start: whole.start(),
+            end: value_end,
+            with: Cow::Owned(format!(
+                "{}: ***",
+                text.get(whole.start()..written_end).unwrap_or("")
+            )),
+        });
+        search_from = value_end.max(whole.end());
+        if search_from >= text.len() {
+            break;
+        }
+    }
+}
+
+/// The end of an assignment's value starting at `start`: a quoted string, or a bare run up to
+/// whitespace, leaving trailing `}])>` and `,`/`;` outside.
+///
+/// A quote may itself be escaped (`\"` when the text is JSON inside a JSON string, `\\\"` one
+/// level deeper): the value then ends at the first quote escaped the same way, counting the
+/// backslashes the inner escaping adds (a quote preceded by `n + k·2(n+1)` backslashes closes a
+/// value opened by `n` of them).
+fn scan_value(text: &str, start: usize) -> usize {
+    if let Some(end) = quoted_end(text, start) {
+        return end;
+    }
+    // Not quoted, or an unterminated quote: a bare value.
+    let rest = text.get(start..).unwrap_or("");
+    let bare_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let bare = rest.get(..bare_end).unwrap_or("");
+    let trimmed = bare
+        .trim_end_matches([',', ';'])
+        .trim_end_matches(['}', ']', ')', '>'])
+        .trim_end_matches([',', ';']);
+    start + trimmed.len()
+}
+
+/// The end of a quoted value starting at `start`, if it is one and its quote closes on its line,
+/// with what is glued to the closing quote (`"abc"def` is one value, as a shell reads it), up
+/// to a blank or a JSON delimiter.
+fn quoted_end(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.get(start..).unwrap_or("").as_bytes();
+    let opening = bytes.iter().take_while(|b| **b == b'\\').count();
+    let &quote = bytes.get(opening).filter(|b| matches!(b, b'"' | b'\''))?;
+    let period = 2 * (opening + 1);
+    let mut run = 0;
+    for (index, &byte) in bytes.iter().enumerate().skip(opening + 1) {
+        match byte {
+            b'\n' => return None,
+            b'\\' => run += 1,
+            _ if byte == quote => {
+                if run >= opening && (run - opening) % period == 0 {
+                    let after = bytes.get(index + 1..).unwrap_or_default();
+                    let glued = after
+                        .iter()
+                        .take_while(|b| {
+                            !b.is_ascii_whitespace()
+                                && !matches!(b, b',' | b';' | b':' | b'}' | b']' | b')' | b'>')
+                                && !matches!(b, b'"' | b'\'' | b'\\')
+                        })
+                        .count();
+                    return Some(start + index + 1 + glued);
+                }
+                run = 0;
+            }
+            _ => run = 0,
+        }
+    }
+    None
+}
