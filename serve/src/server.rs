@@ -139,7 +139,10 @@ pub(crate) async fn watch_file(app: Arc<App>, every: Duration, mut stop: watch::
         return;
     };
     let mut last = FileStamp::of(&path);
-    let mut interval = tokio::time::interval(every);
+    // The first poll comes one interval from now: `interval` would tick at once, and a file
+    // rewritten between start-up and that tick would be reloaded by the watcher, so that a
+    // reload asked for explicitly a moment later found nothing to do.
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
