@@ -5,14 +5,13 @@
 //! case-insensitively): any match of the rule holds every literal of at least one of them. The
 //! first literal of a conjunct, its most selective, is its anchor. One overlapping Aho-Corasick
 //! pass over the raw text finds the anchors that occur; only when an anchor of a conjunct with
-//! more literals occurs does a second pass look for the others. A gated rule none of whose
+//! more literals occurs are its other literals looked for, each alone with a SIMD searcher. A gated rule none of whose
 //! conjuncts is complete cannot fire, so the rule walk (`super::classify`) skips it. The gate,
 //! [`crate::Bundle::may_classify`], runs the same passes over the conjuncts of the rules above
 //! low confidence, stopping at the first admitted rule whose guards hold.
 //!
-//! Two passes rather than one over every literal: anchors are few and rare, so the first pass
-//! runs over a small automaton and reports few matches, and ordinary text seldom needs the
-//! second.
+//! Not one pass over every literal: anchors are fewer and rarer, so the pass runs over a smaller
+//! automaton and reports few matches, and the other literals are looked for only when needed.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 
@@ -30,8 +29,9 @@ pub(super) struct Prefilter {
     anchors: Option<AhoCorasick>,
     /// Per anchor pattern: the conjuncts it anchors.
     anchored: Vec<Vec<usize>>,
-    /// The other literals of conjuncts with more than one, one pattern per distinct literal.
-    others: Option<AhoCorasick>,
+    /// The other literals of conjuncts with more than one, one searcher per distinct literal:
+    /// each is looked for alone, with its own SIMD prefilter, only when a conjunct needs it.
+    others: Vec<AhoCorasick>,
     /// Per conjunct: its rule, the patterns of `others` it needs, and whether it gates.
     conjuncts: Vec<Conjunct>,
     /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
@@ -71,6 +71,14 @@ fn automaton(literals: &[&str]) -> Result<Option<AhoCorasick>, LoadError> {
         .or_else(|_| builder.build(literals));
     built
         .map(Some)
+        .map_err(|error| LoadError::malformed(format!("prefilter: {error}")))
+}
+
+/// A searcher for one literal, ASCII case-insensitive, with the library's own prefilter.
+fn searcher(literal: &str) -> Result<AhoCorasick, LoadError> {
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .build([literal])
         .map_err(|error| LoadError::malformed(format!("prefilter: {error}")))
 }
 
@@ -183,7 +191,10 @@ impl Prefilter {
         Ok(Prefilter {
             anchors: automaton(&anchor_literals)?,
             anchored,
-            others: automaton(&other_literals)?,
+            others: other_literals
+                .iter()
+                .map(|literal| searcher(literal))
+                .collect::<Result<_, _>>()?,
             conjuncts,
             fold_rules,
             fold_gate_rules,
@@ -221,8 +232,8 @@ impl Prefilter {
 
     /// Whether some rule above low confidence that the raw text admits (or that a non-ASCII
     /// case fold may hide a literal of) passes `accept`. It stops at the first rule accepted,
-    /// so that text which may classify is often read only in part; the second pass runs only
-    /// for conjuncts whose rules `accept` would take.
+    /// so that text which may classify is often read only in part; the other literals are looked
+    /// for only for conjuncts whose rules `accept` would take.
     pub(super) fn any_admitted(&self, raw: &str, mut accept: impl FnMut(usize) -> bool) -> bool {
         if self.folds(raw) && self.fold_gate_rules.iter().any(|rule| accept(*rule)) {
             return true;
@@ -245,26 +256,30 @@ impl Prefilter {
     }
 
     /// The rules of the `pending` conjuncts (whose anchors occur) whose other literals all
-    /// occur too: one overlapping pass over the other literals, only if something is pending.
+    /// occur too, each literal looked for at most once.
     fn completed<'p>(&'p self, raw: &str, pending: &[usize]) -> impl Iterator<Item = usize> + 'p {
-        let mut found = Vec::new();
-        if let (false, Some(others)) = (pending.is_empty(), &self.others) {
-            found = vec![false; others.patterns_len()];
-            for occurrence in others.find_overlapping_iter(raw) {
-                if let Some(slot) = found.get_mut(occurrence.pattern().as_usize()) {
-                    *slot = true;
-                }
+        let mut found: Vec<Option<bool>> = Vec::new();
+        let mut occurs = |pattern: usize| -> bool {
+            if found.is_empty() {
+                found = vec![None; self.others.len()];
             }
-        }
+            match found.get_mut(pattern) {
+                Some(Some(known)) => *known,
+                Some(slot) => {
+                    let occurs = self
+                        .others
+                        .get(pattern)
+                        .is_some_and(|searcher| searcher.is_match(raw));
+                    *slot = Some(occurs);
+                    occurs
+                }
+                None => false,
+            }
+        };
         let complete: Vec<usize> = pending
             .iter()
             .filter_map(|id| self.conjuncts.get(*id))
-            .filter(|conjunct| {
-                conjunct
-                    .others
-                    .iter()
-                    .all(|pattern| found.get(*pattern).copied().unwrap_or(false))
-            })
+            .filter(|conjunct| conjunct.others.iter().all(|pattern| occurs(*pattern)))
             .map(|conjunct| conjunct.rule)
             .collect();
         complete.into_iter()
