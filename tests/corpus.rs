@@ -27,6 +27,8 @@ use faultline_runtime::{Bundle, Evidence};
 const CORPUS: &[&str] = &["prose.jsonl", "code.jsonl", "tool-output.jsonl"];
 const FALLBACKS: &[&str] = &["phase.poststart.unknown", "phase.prestart.unknown"];
 const SECTION: &str = "## Known hits in ordinary agent output";
+/// The share of the corpus the gate must reject without redaction or automata.
+const MINIMUM_GATED_OUT_PERCENT: usize = 85;
 const MINIMUM_CHUNKS: usize = 10_000;
 
 fn bundle() -> Bundle {
@@ -135,10 +137,13 @@ fn ordinary_agent_output_classifies_as_the_phase_fallback() {
     ));
     println!("{report}");
 
-    // Ordinary output is the common case: the gate must turn most of it away cheaply.
+    // Ordinary output is the common case: the gate must turn most of it away cheaply. With
+    // prefilter conjuncts (bundle format 7) it rejects about 91%; one word per alternative let
+    // 46% through.
     assert!(
-        gated_out * 2 >= total,
-        "the gate rejects only {gated_out} of {total} ordinary chunks"
+        gated_out * 100 >= total * MINIMUM_GATED_OUT_PERCENT,
+        "the gate rejects only {gated_out} of {total} ordinary chunks (at least \
+         {MINIMUM_GATED_OUT_PERCENT}% expected)"
     );
     assert!(
         total >= MINIMUM_CHUNKS,
