@@ -3,13 +3,12 @@
 //! the first rule in priority order that fires, and the classification it answers with.
 
 use std::cell::OnceCell;
-use std::sync::OnceLock;
 
-use regex::Regex;
 use regex_automata::dfa::{Automaton as _, dense};
 use regex_automata::{Input, PatternSet};
 
 use super::LoadError;
+use super::lazy_regex::LazyRegex;
 use super::model::{
     CatalogueModel, CodeEntry, GuardsEntry, MatcherEntry, MatcherKindEntry, RemediationEntry,
     RuleEntry,
@@ -25,12 +24,20 @@ use crate::vocab::{Confidence, EvidenceField, TextView};
 struct ViewEngine {
     view: TextView,
     dfas: Vec<usize>,
-    /// Per global pattern: (position of its DFA in `dfas`, pattern id there, exact regex if the
-    /// DFA over-approximates it or captures are needed).
-    patterns: Vec<(usize, usize, Option<Regex>)>,
-    /// Per global pattern: a regex for it, compiled on first need, to find where it matched
-    /// when the excerpt must show it (texts longer than an excerpt only).
-    located: Vec<OnceLock<Option<Regex>>>,
+    /// Per global pattern: position of its DFA in `dfas`, pattern id there, and its exact regex.
+    patterns: Vec<ViewPattern>,
+}
+
+#[derive(Debug)]
+struct ViewPattern {
+    dfa: usize,
+    dfa_pattern: usize,
+    /// The pattern as a regex: to confirm a DFA match when the DFA over-approximates it, to
+    /// read capture groups, and to find where it matched when an excerpt must show it.
+    exact: LazyRegex,
+    /// Whether a DFA match must be confirmed by [`ViewPattern::exact`] (the DFA widened the
+    /// pattern's bounded gaps).
+    confirm: bool,
 }
 
 #[derive(Debug)]
@@ -60,19 +67,15 @@ pub(super) struct Engine {
 #[derive(Debug, Default)]
 struct RuleRegexes {
     /// For each matcher then veto: a regex for `ignore_case` prefix/whole literals.
-    literal: Vec<Option<Regex>>,
-    remediation: Option<Regex>,
+    literal: Vec<Option<LazyRegex>>,
+    remediation: Option<LazyRegex>,
 }
 
-fn compile(pattern: &str) -> Result<Regex, LoadError> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(super::REGEX_SIZE_LIMIT)
-        .dfa_size_limit(super::REGEX_DFA_SIZE_LIMIT)
-        .build()
-        .map_err(|error| LoadError::malformed(format!("pattern `{pattern}`: {error}")))
+fn compile(pattern: &str) -> Result<LazyRegex, LoadError> {
+    LazyRegex::new(pattern.to_owned())
 }
 
-fn literal_regex(matcher: &MatcherEntry) -> Result<Option<Regex>, LoadError> {
+fn literal_regex(matcher: &MatcherEntry) -> Result<Option<LazyRegex>, LoadError> {
     match &matcher.kind {
         MatcherKindEntry::Prefix {
             literal,
@@ -99,40 +102,19 @@ impl Engine {
                 .iter()
                 .map(|dfa| dfa.section as usize - 1)
                 .collect();
-            // The patterns some matcher compares a capture group of (found in one pass).
-            let mut captured = vec![false; view.patterns.len()];
-            for matcher in model
-                .rules
-                .iter()
-                .flat_map(|rule| rule.matchers.iter().chain(&rule.vetoes))
-                .filter(|matcher| matcher.view == view.view)
-            {
-                if let MatcherKindEntry::Pattern {
-                    pattern,
-                    group_equals: Some(_),
-                } = matcher.kind
-                    && let Some(slot) = captured.get_mut(pattern as usize)
-                {
-                    *slot = true;
-                }
-            }
-            let needs_captures = |index: usize| captured.get(index).copied().unwrap_or(false);
             let mut patterns = Vec::new();
-            let mut located = Vec::new();
-            for (index, pattern) in view.patterns.iter().enumerate() {
-                located.push(OnceLock::new());
-                let exact = if pattern.approximate || needs_captures(index) {
-                    Some(compile(&pattern.pattern)?)
-                } else {
-                    None
-                };
-                patterns.push((pattern.dfa as usize, pattern.dfa_pattern as usize, exact));
+            for pattern in &view.patterns {
+                patterns.push(ViewPattern {
+                    dfa: pattern.dfa as usize,
+                    dfa_pattern: pattern.dfa_pattern as usize,
+                    exact: compile(&pattern.pattern)?,
+                    confirm: pattern.approximate,
+                });
             }
             views.push(ViewEngine {
                 view: view.view,
                 dfas: dfa_indices,
                 patterns,
-                located,
             });
         }
         let prefilter = Prefilter::new(model)?;
@@ -311,13 +293,13 @@ impl Engine {
             // Unreachable for a loaded bundle: the catch-all's answer, checked at load, stands in.
             let mut fallback = self.catch_all.clone();
             fallback.catalogue_version = catalogue_version.to_owned();
-            fallback.excerpt = self.excerpt(model, None, evidence, texts);
+            fallback.excerpt = self.excerpt(None, evidence, texts);
             return (fallback, None);
         };
         // A rule with a fixed excerpt reports it instead of the evidence text.
         let excerpt = match &rule.excerpt {
             Some(fixed) => fixed.clone(),
-            None => self.excerpt(model, Some((position, rule)), evidence, texts),
+            None => self.excerpt(Some((position, rule)), evidence, texts),
         };
         let classification = answer(rule, code, remediation, excerpt, catalogue_version);
         (classification, Some(position))
@@ -329,7 +311,6 @@ impl Engine {
     /// the rule's match ([`text::excerpt`]).
     fn excerpt(
         &self,
-        model: &CatalogueModel,
         winner: Option<(usize, &RuleEntry)>,
         evidence: &Evidence,
         texts: TextViews<'_>,
@@ -355,7 +336,7 @@ impl Engine {
         if texts.sanitized().len() <= sanitize::MAX_EXCERPT_BYTES {
             return texts.into_sanitized();
         }
-        let at = winner.and_then(|(_, rule)| self.locate(model, rule, &texts));
+        let at = winner.and_then(|(_, rule)| self.locate(rule, &texts));
         text::excerpt(texts.sanitized(), at).to_owned()
     }
 
@@ -365,7 +346,6 @@ impl Engine {
     /// `None` for a rule without text matchers.
     fn locate(
         &self,
-        model: &CatalogueModel,
         rule: &RuleEntry,
         texts: &TextViews<'_>,
     ) -> Option<usize> {
@@ -378,11 +358,13 @@ impl Engine {
             .views
             .iter()
             .position(|view| view.view == matcher.view)?;
-        let cell = self.views.get(index)?.located.get(pattern as usize)?;
-        let source = model.views.get(index)?.patterns.get(pattern as usize)?;
-        let regex = cell
-            .get_or_init(|| Regex::new(&source.pattern).ok())
-            .as_ref()?;
+        let regex = self
+            .views
+            .get(index)?
+            .patterns
+            .get(pattern as usize)?
+            .exact
+            .get()?;
         let found = regex.find_iter(texts.get(matcher.view)).last()?;
         match matcher.view {
             TextView::Sanitized => Some(found.start()),
@@ -431,7 +413,8 @@ impl Engine {
         ) {
             (Some(RemediationEntry::Capture { group, view, .. }), Some(regex)) => {
                 let captured = regex
-                    .captures(texts.get(*view))
+                    .get()
+                    .and_then(|regex| regex.captures(texts.get(*view)))
                     .and_then(|captures| captures.get(*group as usize))
                     .map(|group| group.as_str().to_owned());
                 // A captured value is reported as it is written, so one that holds a credential
@@ -450,7 +433,7 @@ impl Engine {
     fn holds(
         &self,
         matcher: &MatcherEntry,
-        literal: Option<&Regex>,
+        literal: Option<&LazyRegex>,
         evidence: &Evidence,
         texts: &TextViews<'_>,
         matched: &[Vec<OnceCell<PatternSet>>],
@@ -475,7 +458,7 @@ impl Engine {
     fn holds_on(
         &self,
         matcher: &MatcherEntry,
-        literal: Option<&Regex>,
+        literal: Option<&LazyRegex>,
         evidence: &Evidence,
         text: &str,
         matched: Option<&[Vec<OnceCell<PatternSet>>]>,
@@ -492,7 +475,13 @@ impl Engine {
                 let Some(view) = self.views.get(view_index) else {
                     return false;
                 };
-                let Some((dfa, dfa_pattern, exact)) = view.patterns.get(*pattern as usize) else {
+                let Some(ViewPattern {
+                    dfa,
+                    dfa_pattern,
+                    exact,
+                    confirm,
+                }) = view.patterns.get(*pattern as usize)
+                else {
                     return false;
                 };
                 // Each DFA is scanned at most once per classification, and only when a rule
@@ -508,7 +497,7 @@ impl Engine {
                         .is_some_and(|cell| in_set(cell.get_or_init(scan))),
                     None => in_set(&scan()),
                 };
-                if !hit || exact.as_ref().is_some_and(|regex| !regex.is_match(text)) {
+                if !hit || (*confirm && !exact.is_match(text)) {
                     return false;
                 }
                 match group_equals {
@@ -517,11 +506,7 @@ impl Engine {
                         let Some(expected) = text_field(evidence, *field) else {
                             return false;
                         };
-                        let exact = view
-                            .patterns
-                            .get(*pattern as usize)
-                            .and_then(|(_, _, exact)| exact.as_ref());
-                        exact.is_some_and(|regex| {
+                        exact.get().is_some_and(|regex| {
                             regex.captures_iter(text).any(|captures| {
                                 captures
                                     .get(*group as usize)
@@ -539,7 +524,8 @@ impl Engine {
                 let trimmed = text.trim();
                 let rest = match (ignore_case, literal) {
                     (true, Some(regex)) => regex
-                        .find(trimmed)
+                        .get()
+                        .and_then(|regex| regex.find(trimmed))
                         .and_then(|found| trimmed.get(found.end()..)),
                     _ => trimmed.strip_prefix(prefix.as_str()),
                 };

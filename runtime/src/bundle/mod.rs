@@ -17,6 +17,7 @@
 
 mod classify;
 mod error;
+mod lazy_regex;
 pub(crate) mod model;
 mod prefilter;
 mod trace;

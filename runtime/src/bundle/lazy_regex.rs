@@ -1,0 +1,91 @@
+//! Regexes a bundle needs only now and then (confirming a widened pattern, reading a capture
+//! group, a case-folded `prefix` or `whole` literal, finding where a long text matched),
+//! compiled on first use instead of at load.
+//!
+//! Compiling them all made up more than half of loading a bundle, though most classifications
+//! never reach one. Their syntax is still checked at load (a cheap parse, no automaton), so a
+//! bundle with a malformed pattern is refused there; what only compiling can find, a program over
+//! [`super::REGEX_SIZE_LIMIT`] (the compiler refuses such patterns, FL0109, so only a hand-made
+//! bundle can hold one), makes that regex match nothing, the same answer on every call.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::LoadError;
+
+/// A regex compiled the first time it is used, then shared by every thread.
+#[derive(Debug)]
+pub(super) struct LazyRegex {
+    pattern: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+/// Nesting allowed when checking a pattern's syntax at load: the `regex` crate's default, under
+/// which these patterns were compiled at load before, and above the compiler's default.
+const NEST_LIMIT: u32 = 250;
+
+impl LazyRegex {
+    /// Checks `pattern`'s syntax now; compiles it on first use.
+    pub(super) fn new(pattern: String) -> Result<LazyRegex, LoadError> {
+        regex_syntax::ast::parse::ParserBuilder::new()
+            .nest_limit(NEST_LIMIT)
+            .build()
+            .parse(&pattern)
+            .map_err(|error| LoadError::malformed(format!("pattern `{pattern}`: {error}")))?;
+        Ok(LazyRegex {
+            pattern,
+            compiled: OnceLock::new(),
+        })
+    }
+
+    /// The compiled regex; `None` if it exceeds the size limits.
+    pub(super) fn get(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| {
+                regex::RegexBuilder::new(&self.pattern)
+                    .size_limit(super::REGEX_SIZE_LIMIT)
+                    .dfa_size_limit(super::REGEX_DFA_SIZE_LIMIT)
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// Whether it matches somewhere in `text` (never, if it could not be compiled).
+    pub(super) fn is_match(&self, text: &str) -> bool {
+        self.get().is_some_and(|regex| regex.is_match(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_pattern_is_refused_when_the_bundle_loads() {
+        let error = LazyRegex::new("(?i)unclosed (group".to_owned())
+            .err()
+            .map(|error| error.to_string());
+        assert!(
+            error.as_deref().is_some_and(|e| e.contains("unclosed (group")),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_well_formed_pattern_compiles_on_first_use_and_matches() {
+        let regex = LazyRegex::new(r"(?i)rate\s+limit".to_owned()).unwrap();
+        assert!(regex.compiled.get().is_none(), "compiled before first use");
+        assert!(regex.is_match("Rate  LIMIT reached"));
+        assert!(!regex.is_match("no limits"));
+    }
+
+    #[test]
+    fn a_pattern_over_the_size_limit_matches_nothing() {
+        // Well-formed, but its program is far beyond the runtime's size limit.
+        let regex = LazyRegex::new(r"\w{1000}\w{1000}".to_owned()).unwrap();
+        assert!(regex.get().is_none());
+        assert!(!regex.is_match(&"a".repeat(3000)));
+    }
+}
