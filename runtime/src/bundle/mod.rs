@@ -43,9 +43,9 @@ use crate::sanitize::REDACTION_VERSION;
 use crate::vocab::Class;
 
 /// Size limit, in bytes, of the compiled program of every regex a bundle's patterns are
-/// compiled to when it loads (exact confirmation of widened patterns, captures, case-folded
-/// literals). The compiler checks every pattern against it (FL0109), so a bundle it accepts
-/// always loads.
+/// compiled to, on first use (exact confirmation of widened patterns, captures, case-folded
+/// literals). The compiler checks every pattern against it (FL0109), so every regex of a
+/// bundle it accepts compiles.
 pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
 
 /// Size limit, in bytes, of the lazy DFA cache of each such regex.
