@@ -4,10 +4,11 @@
 
 use std::cell::OnceCell;
 
-use regex_automata::dfa::{Automaton as _, dense};
+use regex_automata::dfa::Automaton as _;
 use regex_automata::{Input, PatternSet};
 
 use super::LoadError;
+use super::automata::Automata;
 use super::lazy_regex::LazyRegex;
 use super::model::{
     CatalogueModel, CodeEntry, GuardsEntry, MatcherEntry, MatcherKindEntry, RemediationEntry,
@@ -42,7 +43,7 @@ struct ViewPattern {
 
 #[derive(Debug)]
 pub(super) struct Engine {
-    dfas: Vec<dense::DFA<Vec<u32>>>,
+    automata: Automata,
     views: Vec<ViewEngine>,
     prefilter: Prefilter,
     /// Rules above low confidence that fire on their structured guards alone (no text
@@ -91,10 +92,7 @@ fn literal_regex(matcher: &MatcherEntry) -> Result<Option<LazyRegex>, LoadError>
 }
 
 impl Engine {
-    pub(super) fn new(
-        model: &CatalogueModel,
-        dfas: Vec<dense::DFA<Vec<u32>>>,
-    ) -> Result<Engine, LoadError> {
+    pub(super) fn new(model: &CatalogueModel, automata: Automata) -> Result<Engine, LoadError> {
         let mut views = Vec::new();
         for view in &model.views {
             let dfa_indices: Vec<usize> = view
@@ -164,7 +162,7 @@ impl Engine {
             rule_regexes.push(regexes);
         }
         Ok(Engine {
-            dfas,
+            automata,
             views,
             prefilter,
             ungated,
@@ -179,7 +177,7 @@ impl Engine {
     pub(super) fn automaton_memory(&self, section: u32) -> usize {
         (section as usize)
             .checked_sub(1)
-            .and_then(|index| self.dfas.get(index))
+            .and_then(|index| self.automata.all().get(index))
             .map_or(0, |dfa| dfa.memory_usage())
     }
 
@@ -344,11 +342,7 @@ impl Engine {
     /// match of its pattern (agents print their fatal error last; a raw-view match is carried
     /// through the redaction), or the start of the text for a `prefix` or `whole` matcher.
     /// `None` for a rule without text matchers.
-    fn locate(
-        &self,
-        rule: &RuleEntry,
-        texts: &TextViews<'_>,
-    ) -> Option<usize> {
+    fn locate(&self, rule: &RuleEntry, texts: &TextViews<'_>) -> Option<usize> {
         let matcher = rule.matchers.first()?;
         let MatcherKindEntry::Pattern { pattern, .. } = matcher.kind else {
             return Some(0);
@@ -556,7 +550,7 @@ impl Engine {
 
     /// One overlapping pass of one DFA: every pattern that matches somewhere.
     fn scan(&self, dfa: Option<usize>, text: &str) -> PatternSet {
-        let Some(dfa) = dfa.and_then(|index| self.dfas.get(index)) else {
+        let Some(dfa) = dfa.and_then(|index| self.automata.all().get(index)) else {
             return PatternSet::new(0);
         };
         let mut set = PatternSet::new(dfa.pattern_len());

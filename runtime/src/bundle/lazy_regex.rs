@@ -68,7 +68,9 @@ mod tests {
             .err()
             .map(|error| error.to_string());
         assert!(
-            error.as_deref().is_some_and(|e| e.contains("unclosed (group")),
+            error
+                .as_deref()
+                .is_some_and(|e| e.contains("unclosed (group")),
             "{error:?}"
         );
     }

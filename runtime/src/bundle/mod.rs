@@ -15,6 +15,7 @@
 //! - `prefilter`, `classify`, `trace`: classification (the literal gate, the rule walk, and
 //!   what a traced classification records).
 
+mod automata;
 mod classify;
 mod error;
 mod lazy_regex;
@@ -103,12 +104,9 @@ impl Bundle {
             }
             .into());
         }
-        let mut dfas = Vec::with_capacity(dfa_sections.len());
-        for (index, section) in dfa_sections.iter().enumerate() {
-            dfas.push(validate::load_dfa(index + 1, section)?);
-        }
-        validate::validate_model(&model, &dfas)?;
-        let engine = classify::Engine::new(&model, dfas)?;
+        let automata = automata::Automata::load(dfa_sections)?;
+        validate::validate_model(&model, automata.all())?;
+        let engine = classify::Engine::new(&model, automata)?;
         let positions = model
             .rules
             .iter()

@@ -1,38 +1,12 @@
-//! The loader's checks of what the framing does not cover: every automaton deserialized by
-//! regex-automata's checked deserializer, and every index of the catalogue model in range, so
+//! The loader's checks of what neither the framing (`super::wire`) nor the automata's checked
+//! deserializer (`super::automata`) covers: every index of the catalogue model in range, so
 //! that the rule walk never meets a dangling reference in a bundle that loaded.
 
 use regex_automata::dfa::dense;
 
 use super::LoadError;
-use super::error::Repr;
 use super::model::{self, CatalogueModel, MatcherEntry, MatcherKindEntry, RemediationEntry};
 use crate::vocab::TextView;
-
-pub(super) fn load_dfa(section: usize, bytes: &[u8]) -> Result<dense::DFA<Vec<u32>>, LoadError> {
-    // regex-automata reads transitions as u32s: copy into 4-aligned memory first.
-    let mut aligned = vec![0u32; bytes.len().div_ceil(4)];
-    let view: &mut [u8] = bytemuck::cast_slice_mut(&mut aligned);
-    if let Some(target) = view.get_mut(..bytes.len()) {
-        target.copy_from_slice(bytes);
-    }
-    let view: &[u8] = bytemuck::cast_slice(&aligned);
-    let (dfa, read) =
-        dense::DFA::from_bytes(view.get(..bytes.len()).unwrap_or_default()).map_err(|error| {
-            LoadError::from(Repr::Automaton {
-                section,
-                message: error.to_string(),
-            })
-        })?;
-    if read != bytes.len() {
-        return Err(Repr::Automaton {
-            section,
-            message: format!("{} trailing bytes", bytes.len() - read),
-        }
-        .into());
-    }
-    Ok(dfa.to_owned())
-}
 
 fn validate_matcher(
     model: &CatalogueModel,
@@ -65,7 +39,7 @@ fn validate_matcher(
 
 pub(super) fn validate_model(
     model: &CatalogueModel,
-    dfas: &[dense::DFA<Vec<u32>>],
+    dfas: &[dense::DFA<&[u32]>],
 ) -> Result<(), LoadError> {
     use regex_automata::dfa::Automaton as _;
     for rule in &model.rules {
