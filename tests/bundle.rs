@@ -38,6 +38,10 @@ static CATALOGUE: LazyLock<Vec<u8>> = LazyLock::new(|| build("catalogue"));
 /// the tests that load thousands of damaged copies: every load hashes the whole file.
 static SMALL: LazyLock<Vec<u8>> =
     LazyLock::new(|| build_root(&common::root().join("fixtures/valid/all-constructs.rules")));
+/// A small bundle with DFA sections: its rules cannot be gated by the prefilter, so their
+/// patterns keep DFAs (format 8 gives none to patterns only gated rules read).
+static WITH_AUTOMATA: LazyLock<Vec<u8>> =
+    LazyLock::new(|| build_root(&common::root().join("fixtures/valid/scanned-by-dfa.rules")));
 
 fn header_len(bytes: &[u8]) -> usize {
     u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize
@@ -303,7 +307,7 @@ fn every_byte_of_the_header_is_covered_by_the_integrity_check() {
 
 #[test]
 fn a_sample_of_body_bytes_is_covered_by_the_integrity_check() {
-    let bytes = &*SMALL;
+    let bytes = &*WITH_AUTOMATA;
     let header = header_len(bytes);
     let sections = u32::from_le_bytes(bytes[20..24].try_into().unwrap()) as usize;
     let table_end = header + 16 * sections;
@@ -452,7 +456,7 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
     let golden =
         |name: &str| std::fs::read(common::root().join("fixtures/bundles").join(name)).unwrap();
     // A stored bundle of the current format loads and classifies as its catalogue says.
-    let current = Bundle::from_bytes(&golden("format-7-redaction-markers.flb")).unwrap();
+    let current = Bundle::from_bytes(&golden("format-8-redaction-markers.flb")).unwrap();
     assert_eq!(current.header().format_version(), wire::FORMAT_VERSION);
     let evidence = Evidence::new().with_stderr("session ses_abc123 expired".to_owned());
     assert_eq!(
@@ -468,13 +472,15 @@ fn golden_bundles_load_or_are_refused_as_their_format_requires() {
     }
     // Formats 3 (before rules could guard headers or the body), 4 (before text matchers
     // could read the body, issue 12), 5 (before bundles carried a recovery policy, issue 14; 3 to
-    // 5 are given the reference's default policy) and 6 (before prefilter conjuncts, issue 16)
-    // are still read and classify as they did.
+    // 5 are given the reference's default policy), 6 (before prefilter conjuncts, issue 16) and 7
+    // (before patterns of gated rules went without a DFA) are still read and classify as they
+    // did.
     for (name, version) in [
         ("format-3-redaction-markers.flb", 3),
         ("format-4-redaction-markers.flb", 4),
         ("format-5-redaction-markers.flb", 5),
         ("format-6-redaction-markers.flb", 6),
+        ("format-7-redaction-markers.flb", 7),
     ] {
         let previous = Bundle::from_bytes(&golden(name)).unwrap();
         assert_eq!(previous.header().format_version(), version);

@@ -17,8 +17,9 @@
 //!   and reseal it ([`content_hash`], [`HASH_RANGE`]).
 
 pub use crate::bundle::model::{
-    CatalogueModel, CodeEntry, DfaEntry, GuardsEntry, KeyedGuardEntry, LiteralEntry, MatcherEntry,
-    MatcherKindEntry, PatternEntry, RemediationEntry, RequirementEntry, RuleEntry, ViewEntry,
+    CatalogueModel, CodeEntry, DfaEntry, DfaSlot, GuardsEntry, KeyedGuardEntry, LiteralEntry,
+    MatcherEntry, MatcherKindEntry, PatternEntry, RemediationEntry, RequirementEntry, RuleEntry,
+    ViewEntry,
 };
 pub use crate::bundle::wire::{
     FORMAT_VERSION, HASH_RANGE, MAGIC, OLDEST_READABLE_VERSION, READER_VERSION,

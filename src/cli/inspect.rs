@@ -90,9 +90,22 @@ pub fn run(args: &Args) -> Exit {
             automaton.memory_bytes()
         );
     }
+    let regex_only: std::collections::BTreeSet<&str> = bundle
+        .rules()
+        .flat_map(|rule| rule.matchers().chain(rule.vetoes()).collect::<Vec<_>>())
+        .filter_map(|matcher| matcher.pattern())
+        .filter(|pattern| !pattern.has_dfa())
+        .map(|pattern| pattern.source())
+        .collect();
     let _ = writeln!(
         text,
-        "\neffective order (highest first), with each rule's patterns and their DFA size alone"
+        "  {} patterns searched by their regex only once the prefilter admits a rule that reads them",
+        regex_only.len()
+    );
+    let _ = writeln!(
+        text,
+        "\neffective order (highest first), with each rule's patterns and their DFA size alone \
+         (`regex`: no DFA in the bundle)"
     );
     for rule in bundle.rules() {
         let _ = writeln!(
@@ -111,13 +124,14 @@ pub fn run(args: &Args) -> Exit {
         {
             let _ = writeln!(
                 text,
-                "         {:>9} bytes{} {}",
+                "         {:>9} bytes{}{} {}",
                 pattern.alone_bytes(),
                 if pattern.approximate() {
                     " (widened)"
                 } else {
                     ""
                 },
+                if pattern.has_dfa() { "" } else { " regex" },
                 pattern.source()
             );
         }

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashMap};
 use faultline_dsl::{Code, Diagnostic, Span};
 use faultline_runtime::build::{BundleContents, WriteError};
 use faultline_runtime::build::{
-    CatalogueModel, CodeEntry, DfaEntry, LiteralEntry, MatcherEntry, MatcherKindEntry,
+    CatalogueModel, CodeEntry, DfaEntry, DfaSlot, LiteralEntry, MatcherEntry, MatcherKindEntry,
     PatternEntry, RemediationEntry, RequirementEntry, RuleEntry, ViewEntry,
 };
 use faultline_runtime::{Bundle, REDACTION_VERSION, TextView};
@@ -224,7 +224,7 @@ fn regex_fits(
         .clone()
 }
 
-/// The regexes the runtime compiles for a rule when a bundle loads, besides those of widened
+/// The regexes the runtime compiles for a rule (on first use), besides those of widened
 /// patterns: captures (`where group`, `remediation capture`) and case-folded `prefix`/`whole`
 /// literals. Each with where it is written.
 fn runtime_regexes(rule: &RuleDef) -> Vec<(String, Span)> {
@@ -313,6 +313,21 @@ fn lower_included(
             }
         }
     }
+    // A pattern that only gated rules read gets no DFA: the runtime searches it with its regex,
+    // and only once the prefilter admits one of those rules (docs/bundle.md, "Layout").
+    let mut gated = vec![false; catalogue.rules.len()];
+    for &rule_index in &order {
+        if let (Some(rule), Some(slot)) = (
+            catalogue.rule(rule_index),
+            gated.get_mut(rule_index.as_usize()),
+        ) {
+            *slot = rule_requirement(db, rule).is_some();
+        }
+    }
+    let regex_only = |uses: &Uses| {
+        uses.iter()
+            .all(|(rule_index, _)| gated.get(rule_index.as_usize()).copied().unwrap_or(false))
+    };
     let mut prepared_views: Vec<(TextView, Vec<Prepared>)> = Vec::new();
     for (view, patterns) in &view_patterns {
         let mut prepared_patterns = Vec::new();
@@ -328,8 +343,9 @@ fn lower_included(
             );
             match prepared(db, key) {
                 Ok(p) => {
-                    // The runtime confirms every hit of a widened pattern with its exact regex.
-                    if p.approximate
+                    // The runtime confirms every hit of a widened pattern with its exact regex,
+                    // and searches a pattern without a DFA with it.
+                    if (p.approximate || regex_only(uses))
                         && let Some(error) = regex_fits(pattern, budget, regexes)
                     {
                         fail(&mut failures, uses, &error);
@@ -359,6 +375,17 @@ fn lower_included(
             })
             .collect();
         for group in groups(prepared_patterns, &owners) {
+            let group: Vec<usize> = group
+                .into_iter()
+                .filter(|&member| {
+                    patterns
+                        .get(member)
+                        .is_none_or(|(_, uses)| !regex_only(uses))
+                })
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
             if let Err((member, error)) =
                 partition(db, prepared_patterns, &group, budget, &mut built)
             {
@@ -384,12 +411,28 @@ fn lower_included(
                 ) {
                     *slot = Some(PatternEntry {
                         pattern: p.pattern.clone(),
-                        dfa: position as u32,
-                        dfa_pattern: dfa_pattern as u32,
+                        dfa: Some(DfaSlot {
+                            dfa: position as u32,
+                            pattern: dfa_pattern as u32,
+                        }),
                         approximate: p.approximate,
                         alone_bytes: p.alone_bytes as u64,
                     });
                 }
+            }
+        }
+        for ((slot, p), (_, uses)) in pattern_entries
+            .iter_mut()
+            .zip(prepared_patterns)
+            .zip(patterns)
+        {
+            if slot.is_none() && regex_only(uses) {
+                *slot = Some(PatternEntry {
+                    pattern: p.pattern.clone(),
+                    dfa: None,
+                    approximate: p.approximate,
+                    alone_bytes: p.alone_bytes as u64,
+                });
             }
         }
         for p in prepared_patterns {

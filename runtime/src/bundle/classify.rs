@@ -31,10 +31,12 @@ struct ViewEngine {
 
 #[derive(Debug)]
 struct ViewPattern {
-    dfa: usize,
-    dfa_pattern: usize,
-    /// The pattern as a regex: to confirm a DFA match when the DFA over-approximates it, to
-    /// read capture groups, and to find where it matched when an excerpt must show it.
+    /// Position of its DFA in [`ViewEngine::dfas`] and its pattern id there; `None` for a
+    /// pattern only rules behind the prefilter read, which [`ViewPattern::exact`] searches.
+    dfa: Option<(usize, usize)>,
+    /// The pattern as a regex: to search for it when it has no DFA, to confirm a DFA match
+    /// when the DFA over-approximates it, to read capture groups, and to find where it matched
+    /// when an excerpt must show it.
     exact: LazyRegex,
     /// Whether a DFA match must be confirmed by [`ViewPattern::exact`] (the DFA widened the
     /// pattern's bounded gaps).
@@ -103,8 +105,9 @@ impl Engine {
             let mut patterns = Vec::new();
             for pattern in &view.patterns {
                 patterns.push(ViewPattern {
-                    dfa: pattern.dfa as usize,
-                    dfa_pattern: pattern.dfa_pattern as usize,
+                    dfa: pattern
+                        .dfa
+                        .map(|slot| (slot.dfa as usize, slot.pattern as usize)),
                     exact: compile(&pattern.pattern)?,
                     confirm: pattern.approximate,
                 });
@@ -471,27 +474,33 @@ impl Engine {
                 };
                 let Some(ViewPattern {
                     dfa,
-                    dfa_pattern,
                     exact,
                     confirm,
                 }) = view.patterns.get(*pattern as usize)
                 else {
                     return false;
                 };
-                // Each DFA is scanned at most once per classification, and only when a rule
-                // that needs one of its patterns is reached.
-                let scan = || self.scan(view.dfas.get(*dfa).copied(), text);
-                let in_set = |set: &PatternSet| {
-                    regex_automata::PatternID::new(*dfa_pattern).is_ok_and(|id| set.contains(id))
+                let hit = match *dfa {
+                    Some((dfa, dfa_pattern)) => {
+                        // Each DFA is scanned at most once per classification, and only when a
+                        // rule that needs one of its patterns is reached.
+                        let scan = || self.scan(view.dfas.get(dfa).copied(), text);
+                        let in_set = |set: &PatternSet| {
+                            regex_automata::PatternID::new(dfa_pattern)
+                                .is_ok_and(|id| set.contains(id))
+                        };
+                        let found = match matched {
+                            Some(matched) => matched
+                                .get(view_index)
+                                .and_then(|cells| cells.get(dfa))
+                                .is_some_and(|cell| in_set(cell.get_or_init(scan))),
+                            None => in_set(&scan()),
+                        };
+                        found && (!*confirm || exact.is_match(text))
+                    }
+                    None => exact.is_match(text),
                 };
-                let hit = match matched {
-                    Some(matched) => matched
-                        .get(view_index)
-                        .and_then(|cells| cells.get(*dfa))
-                        .is_some_and(|cell| in_set(cell.get_or_init(scan))),
-                    None => in_set(&scan()),
-                };
-                if !hit || (*confirm && !exact.is_match(text)) {
+                if !hit {
                     return false;
                 }
                 match group_equals {

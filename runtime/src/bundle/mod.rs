@@ -85,6 +85,8 @@ impl Bundle {
                 .map(CatalogueModel::from),
             6 => postcard::from_bytes::<model::CatalogueModelV6>(model_bytes)
                 .map(CatalogueModel::from),
+            7 => postcard::from_bytes::<model::CatalogueModelV7>(model_bytes)
+                .map(CatalogueModel::from),
             _ => postcard::from_bytes(model_bytes),
         }
         .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
@@ -201,7 +203,10 @@ impl Bundle {
                 let approximate_patterns = view
                     .patterns
                     .iter()
-                    .filter(|pattern| pattern.dfa as usize == index && pattern.approximate)
+                    .filter(|pattern| {
+                        pattern.approximate
+                            && pattern.dfa.is_some_and(|slot| slot.dfa as usize == index)
+                    })
                     .count();
                 AutomatonView {
                     view: view.view,

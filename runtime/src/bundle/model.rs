@@ -60,6 +60,34 @@ fn literal_conjuncts(literals: &[LiteralEntry]) -> Vec<RequirementEntry> {
         .collect()
 }
 
+/// The catalogue model of format 7, in which every pattern had a DFA: read and converted.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogueModelV7 {
+    redaction_version: String,
+    tiers: Vec<String>,
+    codes: Vec<CodeEntry>,
+    rules: Vec<RuleEntry>,
+    views: Vec<ViewEntryV7>,
+    literals: Vec<LiteralEntry>,
+    policy: Option<RecoveryPolicy>,
+    requirements: Vec<RequirementEntry>,
+}
+
+impl From<CatalogueModelV7> for CatalogueModel {
+    fn from(old: CatalogueModelV7) -> CatalogueModel {
+        CatalogueModel {
+            redaction_version: old.redaction_version,
+            tiers: old.tiers,
+            codes: old.codes,
+            rules: old.rules,
+            views: views_v7(old.views),
+            literals: old.literals,
+            policy: old.policy,
+            requirements: old.requirements,
+        }
+    }
+}
+
 /// The catalogue model of format 6, whose prefilter admitted a rule on any one of its literals:
 /// read and converted ([`literal_conjuncts`]).
 #[derive(Debug, Deserialize)]
@@ -68,7 +96,7 @@ pub(crate) struct CatalogueModelV6 {
     tiers: Vec<String>,
     codes: Vec<CodeEntry>,
     rules: Vec<RuleEntry>,
-    views: Vec<ViewEntry>,
+    views: Vec<ViewEntryV7>,
     literals: Vec<LiteralEntry>,
     policy: Option<RecoveryPolicy>,
 }
@@ -81,7 +109,7 @@ impl From<CatalogueModelV6> for CatalogueModel {
             tiers: old.tiers,
             codes: old.codes,
             rules: old.rules,
-            views: old.views,
+            views: views_v7(old.views),
             literals: old.literals,
             policy: old.policy,
         }
@@ -96,7 +124,7 @@ pub(crate) struct CatalogueModelV5 {
     tiers: Vec<String>,
     codes: Vec<CodeEntry>,
     rules: Vec<RuleEntry>,
-    views: Vec<ViewEntry>,
+    views: Vec<ViewEntryV7>,
     literals: Vec<LiteralEntry>,
 }
 
@@ -107,7 +135,7 @@ impl From<CatalogueModelV5> for CatalogueModel {
             tiers: old.tiers,
             codes: old.codes,
             rules: old.rules,
-            views: old.views,
+            views: views_v7(old.views),
             requirements: literal_conjuncts(&old.literals),
             literals: old.literals,
             policy: None,
@@ -305,15 +333,68 @@ pub struct ViewEntry {
 pub struct PatternEntry {
     /// The pattern (lowered syntax), exactly as it must match.
     pub pattern: String,
-    /// The DFA (index into [`ViewEntry::dfas`]) and its pattern id there.
-    pub dfa: u32,
-    /// Pattern id inside that DFA.
-    pub dfa_pattern: u32,
+    /// The DFA that searches for it. `None` (format 8) for a pattern that only rules behind the
+    /// prefilter read: it is searched by its regex, compiled on first use, and only when the
+    /// prefilter admits one of those rules, so carrying and validating a DFA for it would cost
+    /// every load and nearly never pay.
+    pub dfa: Option<DfaSlot>,
     /// The DFA holds an over-approximation (bounded gaps widened): a DFA match must be
     /// confirmed by the exact pattern.
     pub approximate: bool,
     /// Size of the pattern's DFA built alone, in bytes (for `faultline inspect`).
     pub alone_bytes: u64,
+}
+
+/// Where a pattern lies in the DFAs of its view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DfaSlot {
+    /// The DFA (index into [`ViewEntry::dfas`]).
+    pub dfa: u32,
+    /// The pattern's id inside that DFA.
+    pub pattern: u32,
+}
+
+/// The automata of one text view in formats 3 to 7, where every pattern had a DFA.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ViewEntryV7 {
+    view: TextView,
+    patterns: Vec<PatternEntryV7>,
+    dfas: Vec<DfaEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PatternEntryV7 {
+    pattern: String,
+    dfa: u32,
+    dfa_pattern: u32,
+    approximate: bool,
+    alone_bytes: u64,
+}
+
+impl From<ViewEntryV7> for ViewEntry {
+    fn from(old: ViewEntryV7) -> ViewEntry {
+        ViewEntry {
+            view: old.view,
+            patterns: old
+                .patterns
+                .into_iter()
+                .map(|pattern| PatternEntry {
+                    pattern: pattern.pattern,
+                    dfa: Some(DfaSlot {
+                        dfa: pattern.dfa,
+                        pattern: pattern.dfa_pattern,
+                    }),
+                    approximate: pattern.approximate,
+                    alone_bytes: pattern.alone_bytes,
+                })
+                .collect(),
+            dfas: old.dfas,
+        }
+    }
+}
+
+fn views_v7(views: Vec<ViewEntryV7>) -> Vec<ViewEntry> {
+    views.into_iter().map(ViewEntry::from).collect()
 }
 
 /// One DFA of a view.
@@ -346,7 +427,7 @@ pub(crate) struct CatalogueModelV4 {
     tiers: Vec<String>,
     codes: Vec<CodeEntry>,
     rules: Vec<RuleEntryV4>,
-    views: Vec<ViewEntry>,
+    views: Vec<ViewEntryV7>,
     literals: Vec<LiteralEntry>,
 }
 
@@ -415,7 +496,7 @@ impl From<CatalogueModelV4> for CatalogueModel {
             tiers: old.tiers,
             codes: old.codes,
             rules: old.rules.into_iter().map(RuleEntry::from).collect(),
-            views: old.views,
+            views: views_v7(old.views),
             requirements: literal_conjuncts(&old.literals),
             literals: old.literals,
             policy: None,
@@ -431,7 +512,7 @@ pub(crate) struct CatalogueModelV3 {
     tiers: Vec<String>,
     codes: Vec<CodeEntry>,
     rules: Vec<RuleEntryV3>,
-    views: Vec<ViewEntry>,
+    views: Vec<ViewEntryV7>,
     literals: Vec<LiteralEntry>,
 }
 

@@ -108,9 +108,11 @@ pub(super) fn validate_model(
                 *used = true;
             }
         }
+        // A pattern without a DFA is searched by its regex, whose syntax the engine checks.
         for pattern in &view.patterns {
-            let dfa = view.dfas.get(pattern.dfa as usize);
-            if dfa.is_none_or(|dfa| pattern.dfa_pattern >= dfa.pattern_count) {
+            let Some(slot) = pattern.dfa else { continue };
+            let dfa = view.dfas.get(slot.dfa as usize);
+            if dfa.is_none_or(|dfa| slot.pattern >= dfa.pattern_count) {
                 return Err(LoadError::malformed(format!(
                     "pattern `{}` refers to a missing automaton pattern",
                     pattern.pattern

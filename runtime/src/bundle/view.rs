@@ -271,6 +271,12 @@ impl<'a> PatternView<'a> {
     pub fn alone_bytes(&self) -> u64 {
         self.entry.alone_bytes
     }
+
+    /// Whether a DFA of the bundle searches for it. A pattern that only rules behind the
+    /// prefilter read has none (format 8): its regex searches for it, compiled on first use.
+    pub fn has_dfa(&self) -> bool {
+        self.entry.dfa.is_some()
+    }
 }
 
 /// One automaton of a bundle: the patterns of one text view it searches in one pass.

@@ -37,22 +37,24 @@ pub const MAGIC: [u8; 8] = *b"FLBUNDLE";
     not(feature = "bundle-writer"),
     expect(dead_code, reason = "only the writer stamps it")
 )]
-pub const FORMAT_VERSION: u16 = 7;
+pub const FORMAT_VERSION: u16 = 8;
 /// The oldest format version this crate reads. Format 2's content hash left the header out.
 /// Formats 3 and 4 are still read: format 3's rules could not guard response headers or the
 /// error body, and format 4's text matchers could not read the body at a JSON Pointer (issue
 /// 12); their models are decoded as such and given no such guards or matchers. Formats 3 to 5
 /// carried no recovery policy (issue 14): they are given the reference's defaults. Formats 3 to
 /// 6 admitted a gated rule on any one of its literals (issue 16 made them conjuncts): each
-/// literal becomes a conjunct of its own, which is what those bundles meant.
+/// literal becomes a conjunct of its own, which is what those bundles meant. Formats 3 to 7
+/// gave every pattern a DFA; format 8 leaves out those of patterns only gated rules read.
 pub const OLDEST_READABLE_VERSION: u16 = 3;
 /// The reader version of this crate: bundles whose minimum reader version is newer are refused.
 /// The writer stamps it as the minimum reader version of every bundle, so that a reader of
 /// version 1 (which checked format 2's narrower hash) refuses format 3 as too new, and a reader
 /// of version 2 (format 3) refuses format 4 as too new, a reader of version 3 (format 4)
 /// refuses format 5 as too new, a reader of version 4 (format 5) refuses format 6 as too new,
-/// and a reader of version 5 (format 6) refuses format 7 as too new.
-pub const READER_VERSION: u16 = 6;
+/// a reader of version 5 (format 6) refuses format 7 as too new, and a reader of version 6
+/// (format 7, which expects a DFA for every pattern) refuses format 8 as too new.
+pub const READER_VERSION: u16 = 7;
 /// Where the content hash lies in the file. The hash covers every other byte.
 pub const HASH_RANGE: std::ops::Range<usize> = 24..56;
 /// The regex-automata serialization family the automata use.
