@@ -3,8 +3,9 @@
 //! writing the answers.
 //!
 //! Two files, written to the temporary directory once per run and the same every run:
-//! ordinary agent output (the first 9,000 chunks of `fixtures/corpus/`, then 11,000 generated
-//! chunks of narration, code and tool output of 60–600 bytes, as in `classify.rs`: 20,000 lines)
+//! ordinary agent output (the first 3,000 chunks of `fixtures/corpus/`, then 17,000 generated
+//! chunks of narration, code and tool output of 20–160 bytes, as in `classify.rs`: 20,000 lines,
+//! about 5 MB)
 //! and real error messages (the fixtures and conformance cases of `classify.rs`, repeated to
 //! 20,000 lines). The bundle is the repository catalogue's, built once through the compiler and
 //! passed with `--bundle`; `--now` fixes the clock. Each answer goes to `/dev/null`; before
@@ -12,8 +13,9 @@
 //! A third run classifies an empty file: process start and bundle load alone.
 //!
 //! Run with `cargo bench --bench cli`; a closing table gives the median time per run and MB/s of
-//! JSON lines. To see where the time goes, profile the same command (the README's "Benchmarks"
-//! section shows how with `perf`).
+//! JSON lines. To see where the time goes, run it with `FAULTLINE_BENCH_KEEP=1`, which keeps the
+//! files, and profile the same command (the README's "Benchmarks" section shows how with
+//! `perf`).
 
 #![allow(
     clippy::unwrap_used,
@@ -41,10 +43,12 @@ use shared::{Lcg, error_messages, generated_prose, median, prose_chunks};
 /// Lines in each evidence file.
 const LINES: usize = 20_000;
 /// Of the ordinary-output file's lines, how many come from the corpus (the rest are generated).
-const CORPUS_LINES: usize = 9_000;
+const CORPUS_LINES: usize = 3_000;
 /// The clock reset times are validated against, so every run does the same work.
 const NOW: &str = "2026-01-15T12:00:00Z";
 const GROUP: &str = "cli_classify";
+/// Set, keeps the bundle and the evidence files (for profiling the same command).
+const KEEP: &str = "FAULTLINE_BENCH_KEEP";
 
 /// The files one run reads: the bundle and one evidence file per set.
 struct Files {
@@ -75,7 +79,7 @@ fn files() -> Files {
     let (corpus, origin) = prose_chunks();
     let generated = generated_prose(
         LINES - CORPUS_LINES.min(corpus.len()),
-        60..600,
+        20..160,
         &mut Lcg(0x00c1_1f11),
     );
     let prose_path = directory.join("prose.jsonl");
@@ -193,5 +197,10 @@ fn main() {
         ));
     }
     eprintln!("{table}");
-    let _ = std::fs::remove_dir_all(files.bundle.parent().unwrap());
+    let directory = files.bundle.parent().unwrap();
+    if std::env::var_os(KEEP).is_some() {
+        eprintln!("{KEEP}: the files are kept in `{}`", directory.display());
+    } else {
+        let _ = std::fs::remove_dir_all(directory);
+    }
 }

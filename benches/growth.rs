@@ -1,8 +1,12 @@
 //! How classification and bundle loading grow with the catalogue, in one run: the repository
-//! catalogue (`catalogue/`), and generated catalogues of 1,000 and 3,000 rules
-//! (`faultline_compiler::synthetic::realistic_files`: the pattern shapes of the repository
-//! catalogue, a quarter of them bounded gaps such as `\bA\b[^\n]{0,64}\bB\s+exceeded\b`, each
-//! built around made-up words unique to its rule).
+//! catalogue (`catalogue/`); the same grown to 1,000 and 3,000 rules by generated rules (an
+//! included file, `faultline_compiler::synthetic::realistic_extension`); and generated
+//! catalogues of 1,000 and 3,000 rules alone (`realistic_files`). Generated rules have the
+//! pattern shapes of the repository catalogue, a quarter of them bounded gaps such as
+//! `\bA\b[^\n]{0,64}\bB\s+exceeded\b`, each built around made-up words unique to its rule, so
+//! they never fire on the real inputs: a generated catalogue alone sends every real error to the
+//! fallback, while a grown one still classifies them with the repository's rules and shows what
+//! the added rules cost.
 //!
 //! Per catalogue: its rule count, bundle bytes and bytes per rule, the time to load and validate
 //! the bundle (`Bundle::from_bytes`), and, on the input sets of `classify.rs`, the rejecting
@@ -28,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
 use faultline_compiler::Compiler;
-use faultline_compiler::synthetic::realistic_files;
+use faultline_compiler::synthetic::{realistic_extension, realistic_files};
 use faultline_dsl::MemorySources;
 use faultline_runtime::{Bundle, Confidence, Evidence};
 
@@ -88,6 +92,41 @@ fn repository() -> Catalogue {
     )
 }
 
+/// Ranks of the generated rules added to the repository catalogue start here, after its own.
+const GROWN_RANK_BASE: usize = 10_000;
+
+/// The repository catalogue with generated rules added (an included file of its own), up to
+/// `rules` rules in all: how the real catalogue would grow.
+fn grown(rules: usize, repository_rules: usize) -> Catalogue {
+    let mut sources = MemorySources::new();
+    let mut pending = vec![faultline_testkit::path("catalogue")];
+    while let Some(directory) = pending.pop() {
+        for entry in std::fs::read_dir(&directory).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rules") {
+                let relative = path.strip_prefix(faultline_testkit::root()).unwrap();
+                let mut text = std::fs::read_to_string(&path).unwrap();
+                if relative == Path::new("catalogue/catalogue.rules") {
+                    text.push_str("\ninclude \"generated.rules\"\n");
+                }
+                sources.insert(relative, text);
+            }
+        }
+    }
+    sources.insert(
+        "catalogue/generated.rules",
+        realistic_extension(rules - repository_rules, GROWN_RANK_BASE),
+    );
+    compile(
+        &format!("grown_{rules}"),
+        &format!("repository + {} generated", rules - repository_rules),
+        Path::new("catalogue/catalogue.rules"),
+        &sources,
+    )
+}
+
 fn generated(rules: usize) -> Catalogue {
     let mut sources = MemorySources::new();
     for (path, text) in realistic_files(rules) {
@@ -100,6 +139,9 @@ fn generated(rules: usize) -> Catalogue {
         &sources,
     )
 }
+
+/// The sizes of the grown and generated catalogues, in rules.
+const SIZES: [usize; 2] = [1000, 3000];
 
 /// The runs of one catalogue's group, each over its own input set: (run, input set).
 const RUNS: [&str; 4] = [
@@ -241,16 +283,22 @@ fn main() {
         blobs.len()
     );
     let mut criterion = Criterion::default().configure_from_args();
-    // One catalogue at a time, so only one generated catalogue is in memory at once.
-    let catalogues: Vec<Catalogue> = [None, Some(1000), Some(3000)]
-        .into_iter()
-        .map(|rules| {
-            let mut catalogue = rules.map_or_else(repository, generated);
-            bench_catalogue(&mut criterion, &catalogue, &sets);
-            catalogue.bundle = Vec::new();
-            catalogue
-        })
-        .collect();
+    // One catalogue at a time, so only one large bundle is in memory at once.
+    let mut catalogues: Vec<Catalogue> = Vec::new();
+    let mut measure = |mut catalogue: Catalogue| {
+        bench_catalogue(&mut criterion, &catalogue, &sets);
+        catalogue.bundle = Vec::new();
+        catalogues.push(catalogue);
+    };
+    let repository = repository();
+    let repository_rules = repository.rules;
+    measure(repository);
+    for rules in SIZES {
+        measure(grown(rules, repository_rules));
+    }
+    for rules in SIZES {
+        measure(generated(rules));
+    }
     criterion.final_summary();
     eprintln!("{}", table(&catalogues, &sets, started));
 }

@@ -116,11 +116,12 @@ pub fn made_up_word(n: usize) -> String {
 /// 7. a union of three alternatives.
 ///
 /// One rule in four is guarded by its provider (tier `provider`), the others apply to every
-/// agent (tier `neutral`), as in the repository catalogue; every rule has its own rank.
-pub fn realistic_rule(index: usize) -> String {
+/// agent (tier `neutral`), as in the repository catalogue; every rule has its own rank,
+/// `rank_base + index`.
+pub fn realistic_rule(index: usize, rank_base: usize) -> String {
     let word = |k: usize| made_up_word(index * 3 + k);
     let (a, b, c) = (word(0), word(1), word(2));
-    let (tier, guard) = if index % 4 == 0 {
+    let (tier, guard) = if index.is_multiple_of(4) {
         (
             "provider",
             format!("    when provider_id = \"p{}\"\n", index % PROVIDERS),
@@ -156,8 +157,9 @@ pub fn realistic_rule(index: usize) -> String {
         ),
     };
     format!(
-        "rule realistic.s{shape}.r{index}.v1 {{\n    code code_{code}\n    confidence high\n    tier {tier}\n    rank {index}\n{guard}{body}}}\n",
-        shape = index % SHAPES
+        "rule realistic.s{shape}.r{index}.v1 {{\n    code code_{code}\n    confidence high\n    tier {tier}\n    rank {rank}\n{guard}{body}}}\n",
+        shape = index % SHAPES,
+        rank = rank_base + index
     )
 }
 
@@ -167,15 +169,7 @@ pub fn realistic_files(rules: usize) -> Vec<(String, String)> {
     let mut root = String::from(
         "catalogue \"realistic\" version \"realistic.v1\"\n\ntiers [provider, neutral, fallback]\n\n",
     );
-    for provider in 0..PROVIDERS {
-        let _ = writeln!(root, "provider \"p{provider}\"");
-    }
-    for code in 0..CODES {
-        let _ = write!(
-            root,
-            "\ncode code_{code} {{\n    class transient\n    flags [auto_retryable, fallback_allowed]\n    scope provider\n}}\n"
-        );
-    }
+    root.push_str(&realistic_declarations());
     root.push_str("\ncode unknown {\n    class unclassified\n    flags []\n    scope session\n}\n\nrule fallback.any {\n    code unknown\n    confidence low\n    tier fallback\n}\n");
     let mut files = Vec::new();
     for provider in 0..PROVIDERS {
@@ -185,10 +179,37 @@ pub fn realistic_files(rules: usize) -> Vec<(String, String)> {
             if !text.is_empty() {
                 text.push('\n');
             }
-            text.push_str(&realistic_rule(index));
+            text.push_str(&realistic_rule(index, 0));
         }
         files.push((format!("p{provider}.rules"), text));
     }
     files.insert(0, ("catalogue.rules".to_owned(), root));
     files
+}
+
+/// The providers and codes realistic rules name.
+fn realistic_declarations() -> String {
+    let mut text = String::new();
+    for provider in 0..PROVIDERS {
+        let _ = writeln!(text, "provider \"p{provider}\"");
+    }
+    for code in 0..CODES {
+        let _ = write!(
+            text,
+            "\ncode code_{code} {{\n    class transient\n    flags [auto_retryable, fallback_allowed]\n    scope provider\n}}\n"
+        );
+    }
+    text
+}
+
+/// `rules` realistic rules ([`realistic_rule`]) as one file to include in another catalogue
+/// (whose tiers include `provider` and `neutral`), with the providers and codes they name: how
+/// a real catalogue grows. Ranks start at `rank_base`, after the host catalogue's own.
+pub fn realistic_extension(rules: usize, rank_base: usize) -> String {
+    let mut text = realistic_declarations();
+    for index in 0..rules {
+        text.push('\n');
+        text.push_str(&realistic_rule(index, rank_base));
+    }
+    text
 }
