@@ -435,10 +435,24 @@ mod vectorscan {
     //! (`(?-u:\b)`, `\p{…}`, nested classes), which Vectorscan does not read, so each is parsed
     //! with `regex-syntax` and printed back from its HIR in the PCRE subset Vectorscan compiles
     //! (case folding and Perl classes are already explicit in the HIR, so the translation keeps
-    //! the meaning exactly). A pattern Vectorscan still cannot compile is matched by a
-    //! `regex::Regex` in the same scan instead, and reported on standard error.
+    //! the meaning exactly).
+    //!
+    //! Two constructs are not printed exactly, as a Vectorscan user would handle them: a counted
+    //! repetition of more than [`LONGEST_EXACT_REPEAT`] items that can be several UTF-8 bytes
+    //! long (the catalogue's bounded gaps, `[^\n]{0,400}`, `.{0,120}?`) is widened to an
+    //! unbounded one, since Vectorscan expands it byte by byte per repetition and a union with a
+    //! few of them never finished compiling (over 20 minutes); and a line anchor inside a pattern,
+    //! which Vectorscan rejects, is left out when the exact pattern does not compile. Such a
+    //! pattern is compiled in prefilter mode (`HS_FLAG_PREFILTER`: a match means the pattern may
+    //! match) and every hit is confirmed by the pattern's `regex::Regex` over the same text,
+    //! so the scan reports exactly the patterns that match. `HS_FLAG_PREFILTER` alone does not
+    //! help (`[^\n]{0,512}` does not compile within 60 s in that mode either, the expansion
+    //! comes before its reductions); widening does (both views' databases build in about 5 s).
+    //! A pattern Vectorscan still cannot compile is matched by a `regex::Regex` in the same scan
+    //! instead, and reported on standard error.
 
     use std::fmt::Write as _;
+    use std::time::Instant;
 
     use hyperscan::Block;
     use hyperscan::prelude::*;
@@ -449,9 +463,12 @@ mod vectorscan {
 
     struct ViewDb {
         database: Option<(BlockDatabase, Scratch)>,
-        /// Per pattern: its position in the database, or the regex that stands in for it.
+        /// How many patterns the view has; a pattern's id in the database is its index.
         slots: usize,
+        /// The patterns Vectorscan cannot compile, matched by their regex instead.
         fallback: Vec<(usize, Regex)>,
+        /// Per pattern: the regex that confirms a hit of its widened translation, if widened.
+        confirm: Vec<Option<Regex>>,
     }
 
     pub struct VectorscanEngine {
@@ -472,15 +489,40 @@ mod vectorscan {
         }
     }
 
-    /// The pattern in Vectorscan's syntax, or why it has none.
-    pub fn translate(pattern: &str) -> Result<String, String> {
+    /// A pattern in Vectorscan's syntax: the same language, or, when `widened`, a superset of it
+    /// whose matches the exact `regex::Regex` must confirm.
+    pub struct Translation {
+        pub text: String,
+        pub widened: bool,
+        /// Print line anchors (`^`, `$`) as nothing: Vectorscan rejects a `^` inside a pattern
+        /// ("Embedded start anchors not supported"), and an assertion left out only widens.
+        drop_line_anchors: bool,
+    }
+
+    /// The longest counted repetition of a multi-byte item printed as it is. Under `UTF8`,
+    /// Vectorscan expands a character class that spans several UTF-8 lengths into a byte
+    /// automaton for every repetition, and its compile time grows steeply with the count:
+    /// alone, `\bfoo\b[^\n]{0,16}\bbar\b` compiles in 10 ms, `{0,64}` in 0.2 s, `{0,128}` in
+    /// 1.9 s, `{0,256}` in 19 s, `{0,512}` not within 60 s (in prefilter mode neither); a union
+    /// holding a few such gaps never finishes. Longer counted repetitions are widened to
+    /// unbounded ones (`X{0,400}` to `X*`, 10 ms) and the pattern is confirmed by its regex.
+    pub const LONGEST_EXACT_REPEAT: u32 = 16;
+
+    /// The pattern in Vectorscan's syntax, or why it has none; with `drop_line_anchors`, a
+    /// superset without its line anchors.
+    pub fn translate(pattern: &str, drop_line_anchors: bool) -> Result<Translation, String> {
         let hir = regex_syntax::parse(pattern).map_err(|e| e.to_string())?;
-        let mut out = String::new();
+        let mut out = Translation {
+            text: String::new(),
+            widened: false,
+            drop_line_anchors,
+        };
         print(&hir, &mut out)?;
         Ok(out)
     }
 
-    fn print(hir: &Hir, out: &mut String) -> Result<(), String> {
+    fn print(hir: &Hir, translation: &mut Translation) -> Result<(), String> {
+        let out = &mut translation.text;
         match hir.kind() {
             HirKind::Empty => {}
             HirKind::Literal(literal) => {
@@ -512,6 +554,9 @@ mod vectorscan {
                 }
                 out.push(']');
             }
+            HirKind::Look(Look::StartLF | Look::EndLF) if translation.drop_line_anchors => {
+                translation.widened = true;
+            }
             HirKind::Look(look) => out.push_str(match look {
                 Look::Start => "\\A",
                 Look::End => "\\z",
@@ -523,9 +568,19 @@ mod vectorscan {
             }),
             HirKind::Repetition(repetition) => {
                 out.push_str("(?:");
-                print(&repetition.sub, out)?;
+                print(&repetition.sub, translation)?;
+                let out = &mut translation.text;
                 out.push(')');
-                match (repetition.min, repetition.max) {
+                // A single-byte item repeats in Vectorscan's bounded-repeat engine at any count.
+                let single_byte = repetition.sub.properties().maximum_len() == Some(1);
+                let max = match repetition.max {
+                    Some(max) if max > LONGEST_EXACT_REPEAT && !single_byte => {
+                        translation.widened = true;
+                        None
+                    }
+                    max => max,
+                };
+                match (repetition.min, max) {
                     (0, None) => out.push('*'),
                     (1, None) => out.push('+'),
                     (0, Some(1)) => out.push('?'),
@@ -539,23 +594,23 @@ mod vectorscan {
             }
             HirKind::Capture(capture) => {
                 out.push_str("(?:");
-                print(&capture.sub, out)?;
-                out.push(')');
+                print(&capture.sub, translation)?;
+                translation.text.push(')');
             }
             HirKind::Concat(parts) => {
                 for part in parts {
-                    print(part, out)?;
+                    print(part, translation)?;
                 }
             }
             HirKind::Alternation(parts) => {
                 out.push_str("(?:");
                 for (index, part) in parts.iter().enumerate() {
                     if index > 0 {
-                        out.push('|');
+                        translation.text.push('|');
                     }
-                    print(part, out)?;
+                    print(part, translation)?;
                 }
-                out.push(')');
+                translation.text.push(')');
             }
         }
         Ok(())
@@ -563,22 +618,35 @@ mod vectorscan {
 
     impl VectorscanEngine {
         pub fn new(plan: Plan) -> VectorscanEngine {
+            let started = Instant::now();
             let mut views = Vec::new();
             for (view, patterns) in plan.patterns.iter().enumerate() {
                 let mut compiled = Vec::new();
                 let mut fallback = Vec::new();
+                let mut confirm: Vec<Option<Regex>> = patterns.iter().map(|_| None).collect();
                 for (index, pattern) in patterns.iter().enumerate() {
-                    let built = translate(pattern).and_then(|translated| {
-                        let mut candidate =
-                            Pattern::with_flags(translated, flags()).map_err(|e| e.to_string())?;
+                    let build = |drop_line_anchors: bool| {
+                        let translation = translate(pattern, drop_line_anchors)?;
+                        let flags = if translation.widened {
+                            flags() | CompileFlags::PREFILTER
+                        } else {
+                            flags()
+                        };
+                        let mut candidate = Pattern::with_flags(translation.text, flags)
+                            .map_err(|e| e.to_string())?;
                         candidate.id = Some(index);
                         candidate
                             .build::<Block>()
-                            .map(|_| candidate)
+                            .map(|_| (candidate, translation.widened))
                             .map_err(|e| e.to_string())
-                    });
-                    match built {
-                        Ok(candidate) => compiled.push(candidate),
+                    };
+                    match build(false).or_else(|error| build(true).map_err(|_| error)) {
+                        Ok((candidate, widened)) => {
+                            if widened {
+                                confirm[index] = Some(Regex::new(pattern).unwrap());
+                            }
+                            compiled.push(candidate);
+                        }
                         Err(error) => {
                             eprintln!(
                                 "vectorscan: {:?} pattern {index} `{pattern}` does not compile ({error}); it is matched with regex::Regex instead",
@@ -599,13 +667,19 @@ mod vectorscan {
                     database,
                     slots: patterns.len(),
                     fallback,
+                    confirm,
                 });
             }
             let fallbacks: usize = views.iter().map(|v| v.fallback.len()).sum();
+            let widened: usize = views
+                .iter()
+                .map(|v| v.confirm.iter().flatten().count())
+                .sum();
             eprintln!(
-                "vectorscan: {} patterns in {} databases, {fallbacks} matched by regex fallback",
+                "vectorscan: {} patterns in {} databases, built in {:.1} s; {widened} widened and confirmed by regex::Regex, {fallbacks} matched by regex fallback",
                 plan.patterns.iter().map(Vec::len).sum::<usize>(),
-                views.iter().filter(|v| v.database.is_some()).count()
+                views.iter().filter(|v| v.database.is_some()).count(),
+                started.elapsed().as_secs_f64()
             );
             VectorscanEngine { plan, views }
         }
@@ -619,9 +693,14 @@ mod vectorscan {
                 .any(|(text, db)| {
                     let mut found = false;
                     if let Some((database, scratch)) = &db.database {
-                        let _ = database.scan(*text, scratch, |_, _, _, _| {
-                            found = true;
-                            Matching::Terminate
+                        let _ = database.scan(*text, scratch, |id, _, _, _| {
+                            match &db.confirm[id as usize] {
+                                Some(regex) if !regex.is_match(text) => Matching::Continue,
+                                _ => {
+                                    found = true;
+                                    Matching::Terminate
+                                }
+                            }
                         });
                     }
                     found || db.fallback.iter().any(|(_, regex)| regex.is_match(text))
@@ -639,6 +718,11 @@ mod vectorscan {
                             Matching::Continue
                         })
                         .unwrap();
+                }
+                for (hit, confirm) in hits.iter_mut().zip(&db.confirm) {
+                    if let (true, Some(regex)) = (*hit, confirm) {
+                        *hit = regex.is_match(text);
+                    }
                 }
                 for (index, regex) in &db.fallback {
                     hits[*index] = regex.is_match(text);
