@@ -9,7 +9,7 @@ use regex_automata::{Input, PatternSet};
 
 use super::LoadError;
 use super::automata::Automata;
-use super::lazy_regex::LazyRegex;
+use super::lazy_regex::{self, LazyRegex};
 use super::model::{
     CatalogueModel, CodeEntry, GuardsEntry, MatcherEntry, MatcherKindEntry, RemediationEntry,
     RuleEntry,
@@ -93,32 +93,94 @@ fn literal_regex(matcher: &MatcherEntry) -> Result<Option<LazyRegex>, LoadError>
     }
 }
 
-impl Engine {
-    pub(super) fn new(model: &CatalogueModel, automata: Automata) -> Result<Engine, LoadError> {
-        let mut views = Vec::new();
-        for view in &model.views {
-            let dfa_indices: Vec<usize> = view
-                .dfas
-                .iter()
-                .map(|dfa| dfa.section as usize - 1)
-                .collect();
-            let mut patterns = Vec::new();
-            for pattern in &view.patterns {
-                patterns.push(ViewPattern {
-                    dfa: pattern
-                        .dfa
-                        .map(|slot| (slot.dfa as usize, slot.pattern as usize)),
-                    exact: compile(&pattern.pattern)?,
-                    confirm: pattern.approximate,
-                });
-            }
-            views.push(ViewEngine {
-                view: view.view,
-                dfas: dfa_indices,
-                patterns,
+/// Every view's engine: its DFAs and its patterns, whose syntax the caller checks.
+fn view_engines(model: &CatalogueModel) -> Vec<ViewEngine> {
+    let mut views = Vec::new();
+    for view in &model.views {
+        let dfa_indices: Vec<usize> = view
+            .dfas
+            .iter()
+            .map(|dfa| dfa.section as usize - 1)
+            .collect();
+        let mut patterns = Vec::new();
+        for pattern in &view.patterns {
+            patterns.push(ViewPattern {
+                dfa: pattern
+                    .dfa
+                    .map(|slot| (slot.dfa as usize, slot.pattern as usize)),
+                exact: LazyRegex::checked_elsewhere(pattern.pattern.clone()),
+                confirm: pattern.approximate,
             });
         }
+        views.push(ViewEngine {
+            view: view.view,
+            dfas: dfa_indices,
+            patterns,
+        });
+    }
+    views
+}
+
+/// Share, in percent of the pattern bytes, whose syntax the prefilter's thread checks once its
+/// automaton is built: the automaton takes about as long as checking a third of them, so this
+/// evens out the two threads.
+const PREFILTER_THREAD_PERCENT: usize = 35;
+
+/// The prefilter, built while every one of `patterns` has its syntax checked (each distinct
+/// pattern once). The two are about half of a load each, so a second thread builds the
+/// prefilter and then checks a share of the patterns; where no thread can be started, all of it
+/// happens here.
+fn prefilter_and_syntax_checks(
+    model: &CatalogueModel,
+    mut patterns: Vec<&str>,
+) -> Result<Prefilter, LoadError> {
+    patterns.sort_unstable();
+    patterns.dedup();
+    let total: usize = patterns.iter().map(|pattern| pattern.len()).sum();
+    let mut split = 0;
+    let mut bytes: usize = 0;
+    for pattern in &patterns {
+        if bytes.saturating_mul(100) >= total.saturating_mul(PREFILTER_THREAD_PERCENT) {
+            break;
+        }
+        bytes += pattern.len();
+        split += 1;
+    }
+    let (theirs, ours) = patterns.split_at(split.min(patterns.len()));
+    let check_all = |patterns: &[&str]| -> Result<(), LoadError> {
+        patterns
+            .iter()
+            .try_for_each(|pattern| lazy_regex::check_syntax(pattern))
+    };
+    let build_and_check = || -> Result<Prefilter, LoadError> {
         let prefilter = Prefilter::new(model)?;
+        check_all(theirs)?;
+        Ok(prefilter)
+    };
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("faultline-bundle-load".to_owned())
+            .spawn_scoped(scope, build_and_check);
+        let ours_checked = check_all(ours);
+        let prefilter = match spawned {
+            Ok(building) => building
+                .join()
+                .unwrap_or_else(|_| Err(LoadError::malformed("building the prefilter failed"))),
+            Err(_) => build_and_check(),
+        };
+        ours_checked?;
+        prefilter
+    })
+}
+
+impl Engine {
+    pub(super) fn new(model: &CatalogueModel, automata: Automata) -> Result<Engine, LoadError> {
+        let views = view_engines(model);
+        let patterns: Vec<&str> = views
+            .iter()
+            .flat_map(|view| view.patterns.iter().map(|pattern| pattern.exact.pattern()))
+            .collect();
+        let prefilter = prefilter_and_syntax_checks(model, patterns)?;
         let catch_all = model
             .rules
             .last()

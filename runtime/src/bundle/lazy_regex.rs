@@ -25,18 +25,35 @@ pub(super) struct LazyRegex {
 /// which these patterns were compiled at load before, and above the compiler's default.
 const NEST_LIMIT: u32 = 250;
 
+/// Checks `pattern`'s syntax: a parse, no automaton.
+pub(super) fn check_syntax(pattern: &str) -> Result<(), LoadError> {
+    regex_syntax::ast::parse::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(pattern)
+        .map(drop)
+        .map_err(|error| LoadError::malformed(format!("pattern `{pattern}`: {error}")))
+}
+
 impl LazyRegex {
     /// Checks `pattern`'s syntax now; compiles it on first use.
     pub(super) fn new(pattern: String) -> Result<LazyRegex, LoadError> {
-        regex_syntax::ast::parse::ParserBuilder::new()
-            .nest_limit(NEST_LIMIT)
-            .build()
-            .parse(&pattern)
-            .map_err(|error| LoadError::malformed(format!("pattern `{pattern}`: {error}")))?;
-        Ok(LazyRegex {
+        check_syntax(&pattern)?;
+        Ok(LazyRegex::checked_elsewhere(pattern))
+    }
+
+    /// A regex for `pattern`, whose syntax the loader checks with [`check_syntax`] before it
+    /// returns the bundle (checking many patterns at once lets it spread them over threads).
+    pub(super) fn checked_elsewhere(pattern: String) -> LazyRegex {
+        LazyRegex {
             pattern,
             compiled: OnceLock::new(),
-        })
+        }
+    }
+
+    /// The pattern it compiles.
+    pub(super) fn pattern(&self) -> &str {
+        &self.pattern
     }
 
     /// The compiled regex; `None` if it exceeds the size limits.

@@ -13,6 +13,8 @@
 //! Not one pass over every literal: anchors are fewer and rarer, so the pass runs over a smaller
 //! automaton and reports few matches, and the other literals are looked for only when needed.
 
+use std::sync::OnceLock;
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 
 use super::LoadError;
@@ -31,7 +33,7 @@ pub(super) struct Prefilter {
     anchored: Vec<Vec<usize>>,
     /// The other literals of conjuncts with more than one, one searcher per distinct literal:
     /// each is looked for alone, with its own SIMD prefilter, only when a conjunct needs it.
-    others: Vec<AhoCorasick>,
+    others: Vec<OtherLiteral>,
     /// Per conjunct: its rule, the patterns of `others` it needs, and whether it gates.
     conjuncts: Vec<Conjunct>,
     /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
@@ -74,12 +76,38 @@ fn automaton(literals: &[&str]) -> Result<Option<AhoCorasick>, LoadError> {
         .map_err(|error| LoadError::malformed(format!("prefilter: {error}")))
 }
 
-/// A searcher for one literal, ASCII case-insensitive, with the library's own prefilter.
-fn searcher(literal: &str) -> Result<AhoCorasick, LoadError> {
-    AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .build([literal])
-        .map_err(|error| LoadError::malformed(format!("prefilter: {error}")))
+/// One of a conjunct's other literals, with a searcher built the first time it is looked for.
+///
+/// Most texts complete few conjuncts, so most of these are never looked for; building them all
+/// at load took about a tenth of it.
+#[derive(Debug)]
+struct OtherLiteral {
+    literal: String,
+    /// ASCII case-insensitive, with the library's own prefilter; `None` if it could not be built.
+    searcher: OnceLock<Option<AhoCorasick>>,
+}
+
+impl OtherLiteral {
+    fn new(literal: &str) -> OtherLiteral {
+        OtherLiteral {
+            literal: literal.to_owned(),
+            searcher: OnceLock::new(),
+        }
+    }
+
+    /// Whether the literal may occur in `raw`. A searcher that cannot be built (one literal of
+    /// valid UTF-8 always builds) answers `true`: the gate may admit too much, never too little.
+    fn may_occur(&self, raw: &str) -> bool {
+        self.searcher
+            .get_or_init(|| {
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .build([self.literal.as_str()])
+                    .ok()
+            })
+            .as_ref()
+            .is_none_or(|searcher| searcher.is_match(raw))
+    }
 }
 
 /// The conjuncts whose anchors occur, in one overlapping pass: `on_single` is given each
@@ -191,10 +219,7 @@ impl Prefilter {
         Ok(Prefilter {
             anchors: automaton(&anchor_literals)?,
             anchored,
-            others: other_literals
-                .iter()
-                .map(|literal| searcher(literal))
-                .collect::<Result<_, _>>()?,
+            others: other_literals.into_iter().map(OtherLiteral::new).collect(),
             conjuncts,
             fold_rules,
             fold_gate_rules,
@@ -269,7 +294,7 @@ impl Prefilter {
                     let occurs = self
                         .others
                         .get(pattern)
-                        .is_some_and(|searcher| searcher.is_match(raw));
+                        .is_some_and(|other| other.may_occur(raw));
                     *slot = Some(occurs);
                     occurs
                 }
