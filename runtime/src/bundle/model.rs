@@ -40,8 +40,8 @@ pub struct RequirementEntry {
     /// The rule (index into [`CatalogueModel::rules`]).
     pub rule: u32,
     /// The literals (indices into [`CatalogueModel::literals`]) that must all occur, the most
-    /// selective first: the runtime looks for the first (the conjunct's anchor) before the
-    /// others.
+    /// selective first (the runtime's one pass looks for all of them at once; the order is kept
+    /// for readers that look for the first before the others).
     pub literals: Vec<u32>,
 }
 
