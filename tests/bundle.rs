@@ -690,8 +690,18 @@ fn the_views_show_the_rules_in_priority_order_with_their_matchers_and_automata()
 fn a_malformed_pattern_is_refused_at_load_wherever_it_sorts() {
     // The loader checks pattern syntax on two threads, each a share of the patterns in sorted
     // order: a malformed pattern must be refused whichever share it falls in.
-    let valid = ["(?i)alpha", "(?i)delta", "(?i)kappa", "(?i)omega", "(?i)sigma"];
-    for malformed in ["(?i)aaa (unclosed", "(?i)lll (unclosed", "(?i)zzz (unclosed"] {
+    let valid = [
+        "(?i)alpha",
+        "(?i)delta",
+        "(?i)kappa",
+        "(?i)omega",
+        "(?i)sigma",
+    ];
+    for malformed in [
+        "(?i)aaa (unclosed",
+        "(?i)lll (unclosed",
+        "(?i)zzz (unclosed",
+    ] {
         let mut model = bare_model(None);
         let patterns = valid
             .iter()
@@ -710,6 +720,9 @@ fn a_malformed_pattern_is_refused_at_load_wherever_it_sorts() {
         });
         let error = Bundle::from_bytes(&write_model(&model)).unwrap_err();
         assert_eq!(error.kind(), LoadErrorKind::Malformed, "{malformed}");
-        assert!(error.to_string().contains(malformed), "{malformed}: {error}");
+        assert!(
+            error.to_string().contains(malformed),
+            "{malformed}: {error}"
+        );
     }
 }
