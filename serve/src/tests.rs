@@ -86,15 +86,7 @@ impl Harness {
     /// Replaces the bundle file with `bytes` and reloads it with the admin token; it must swap.
     async fn swap_in(&self, bytes: Vec<u8>) {
         std::fs::write(&self.bundle_path, bytes).unwrap();
-        let reloaded = call(
-            &self.router,
-            "POST",
-            "/v1/admin/reload",
-            None,
-            Body::empty(),
-            Some(TOKEN),
-        )
-        .await;
+        let reloaded = reload(&self.router, Some(TOKEN)).await;
         assert_eq!(reloaded.json()["outcome"], "swapped");
     }
 }
@@ -156,6 +148,19 @@ async fn call(
         bundle,
         body,
     }
+}
+
+/// Asks for a reload, with `token` as the admin token.
+async fn reload(router: &axum::Router, token: Option<&str>) -> Answer {
+    call(
+        router,
+        "POST",
+        "/v1/admin/reload",
+        None,
+        Body::empty(),
+        token,
+    )
+    .await
 }
 
 async fn get(router: &axum::Router, path: &str) -> Answer {
@@ -320,22 +325,17 @@ async fn a_panicking_handler_is_a_500_with_an_id_and_the_server_goes_on() {
 async fn reload_needs_the_token_refuses_damage_and_swaps_a_good_bundle() {
     let h = harness();
     let first = h.app.bundles.current().hash.clone();
-    let reload = |token: Option<&'static str>| {
-        call(
-            &h.router,
-            "POST",
-            "/v1/admin/reload",
-            None,
-            Body::empty(),
-            token,
-        )
-    };
-    assert_eq!(reload(None).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(
-        reload(Some("wrong-token-wrong-token")).await.status,
+        reload(&h.router, None).await.status,
         StatusCode::UNAUTHORIZED
     );
-    let unchanged = reload(Some(TOKEN)).await;
+    assert_eq!(
+        reload(&h.router, Some("wrong-token-wrong-token"))
+            .await
+            .status,
+        StatusCode::UNAUTHORIZED
+    );
+    let unchanged = reload(&h.router, Some(TOKEN)).await;
     assert_eq!(unchanged.status, StatusCode::OK);
     assert_eq!(unchanged.json()["outcome"], "unchanged");
 
@@ -350,7 +350,7 @@ async fn reload_needs_the_token_refuses_damage_and_swaps_a_good_bundle() {
     let truncated = golden()[..100].to_vec();
     for bad in [damaged, old, truncated, Vec::new()] {
         std::fs::write(&h.bundle_path, bad).unwrap();
-        let refused = reload(Some(TOKEN)).await;
+        let refused = reload(&h.router, Some(TOKEN)).await;
         assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(refused.json()["serving"], first.as_str());
         assert_eq!(
@@ -359,7 +359,7 @@ async fn reload_needs_the_token_refuses_damage_and_swaps_a_good_bundle() {
         );
     }
     std::fs::write(&h.bundle_path, other()).unwrap();
-    let swapped = reload(Some(TOKEN)).await;
+    let swapped = reload(&h.router, Some(TOKEN)).await;
     assert_eq!(swapped.status, StatusCode::OK);
     let body = swapped.json();
     assert_eq!(body["outcome"], "swapped");
@@ -391,15 +391,7 @@ async fn admin_endpoints_are_off_without_a_token() {
     )
     .unwrap();
     let router = crate::api::router(app);
-    let answer = call(
-        &router,
-        "POST",
-        "/v1/admin/reload",
-        None,
-        Body::empty(),
-        Some(TOKEN),
-    )
-    .await;
+    let answer = reload(&router, Some(TOKEN)).await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN);
 }
 
