@@ -226,41 +226,53 @@ proptest! {
     }
 }
 
-/// A catalogue whose 429 rule reads every structured source, then the text.
-const TIMING_CATALOGUE: &str = r#"
-catalogue "structured-timing" version "structured-timing.v1"
+/// A catalogue named `name` of one 429 rule that reads `timing` (the inside of its `timing
+/// [...]` list), and the fallback.
+fn catalogue_of_429(name: &str, timing: &str) -> String {
+    format!(
+        r#"
+catalogue "{name}" version "{name}.v1"
 tiers [structured, fallback]
 
-code rate_limited {
+code rate_limited {{
     class transient
     flags [auto_retryable, fallback_allowed]
     scope account
-}
+}}
 
-code agent_runtime_error {
+code agent_runtime_error {{
     class unclassified
     flags []
     scope session
-}
+}}
 
-rule http.429 {
+rule http.429 {{
     code rate_limited
     confidence high
     tier structured
     when http_status = 429
-    timing [try_again_at, retry_after_ms, retry_after, ratelimit_reset, body_reset]
-}
+    timing [{timing}]
+}}
 
-rule fallback.v1 {
+rule fallback.v1 {{
     code agent_runtime_error
     confidence low
     tier fallback
+}}
+"#
+    )
 }
-"#;
 
 #[test]
 fn structured_timing_comes_before_text_and_explain_lists_every_source() {
-    let catalogue = &scratch_catalogue("structured-timing", TIMING_CATALOGUE);
+    // The 429 rule reads every structured source, then the text.
+    let catalogue = &scratch_catalogue(
+        "structured-timing",
+        &catalogue_of_429(
+            "structured-timing",
+            "try_again_at, retry_after_ms, retry_after, ratelimit_reset, body_reset",
+        ),
+    );
     // OpenAI: `retry-after-ms` wins over the text and over a stale `retry-after`.
     let line = r#"{"http_status":429,"headers":{"retry-after-ms":"1500","retry-after":"soon","x-ratelimit-reset-tokens":"6m0s"},"stderr":"try again at Sep 27th, 2026 3:09 AM UTC","body":{"error":{"code":"rate_limit_exceeded"}}}"#;
     let output = classify_stdin(
@@ -541,41 +553,16 @@ fn body_views_parse_and_format_canonically() {
     );
 }
 
-/// A catalogue whose 429 rule names a body pointer for `body_reset`, then reads text delays.
-const NAMED_POINTER_CATALOGUE: &str = r#"
-catalogue "named-pointer" version "named-pointer.v1"
-tiers [structured, fallback]
-
-code rate_limited {
-    class transient
-    flags [auto_retryable, fallback_allowed]
-    scope account
-}
-
-code agent_runtime_error {
-    class unclassified
-    flags []
-    scope session
-}
-
-rule http.429 {
-    code rate_limited
-    confidence high
-    tier structured
-    when http_status = 429
-    timing [try_again_in, body_reset "/error/limit/resets_at"]
-}
-
-rule fallback.v1 {
-    code agent_runtime_error
-    confidence low
-    tier fallback
-}
-"#;
-
 #[test]
 fn explain_lists_body_reset_at_a_named_pointer_and_try_again_in() {
-    let catalogue = &scratch_catalogue("named-pointer", NAMED_POINTER_CATALOGUE);
+    // The 429 rule names a body pointer for `body_reset`, then reads text delays.
+    let catalogue = &scratch_catalogue(
+        "named-pointer",
+        &catalogue_of_429(
+            "named-pointer",
+            r#"try_again_in, body_reset "/error/limit/resets_at""#,
+        ),
+    );
     // The named pointer is read first (structured before text), and accepted.
     let report = explain(
         catalogue,
