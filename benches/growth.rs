@@ -35,7 +35,7 @@ use faultline_compiler::synthetic::{realistic_extension, realistic_files};
 use faultline_dsl::MemorySources;
 use faultline_runtime::{Bundle, Confidence, Evidence};
 
-/// The input sets and criterion's medians, shared with `classify.rs`.
+/// The input sets and criterion's medians, shared with `classify.rs` and `cli.rs`.
 #[path = "shared/mod.rs"]
 mod shared;
 
@@ -80,7 +80,7 @@ fn repository() -> Catalogue {
     compile(
         "repository",
         "repository",
-        &faultline_testkit::path("catalogue/catalogue.rules"),
+        &faultline_testkit::path(faultline_testkit::CATALOGUE_ROOT),
         &faultline_testkit::FileSystem,
     )
 }
@@ -98,7 +98,7 @@ fn grown(rules: usize, repository_rules: usize) -> Catalogue {
     compile(
         &format!("grown_{rules}"),
         &format!("repository + {} generated", rules - repository_rules),
-        Path::new(faultline_testkit::GROWN_ROOT),
+        Path::new(faultline_testkit::CATALOGUE_ROOT),
         &sources,
     )
 }

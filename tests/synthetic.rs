@@ -43,9 +43,10 @@ fn a_realistic_catalogue_of_every_shape_checks_clean() {
 
 #[test]
 fn realistic_rules_grow_the_repository_catalogue_cleanly() {
-    let repository = faultline_testkit::compile("catalogue/catalogue.rules");
+    let repository = faultline_testkit::compile(faultline_testkit::CATALOGUE_ROOT);
     let sources = faultline_testkit::grown_catalogue(realistic_extension(SHAPES, 10_000));
-    let grown = faultline_testkit::compile_from(Path::new(faultline_testkit::GROWN_ROOT), &sources);
+    let grown =
+        faultline_testkit::compile_from(Path::new(faultline_testkit::CATALOGUE_ROOT), &sources);
     assert_eq!(
         grown.catalogue.rules.len(),
         repository.catalogue.rules.len() + SHAPES

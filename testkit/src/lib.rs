@@ -62,18 +62,18 @@ pub fn bundle_of(compilation: &Compilation) -> Bundle {
     Bundle::from_bytes(bytes).expect("a freshly built bundle loads")
 }
 
+/// The root file of the repository's catalogue, relative to the repository root.
+pub const CATALOGUE_ROOT: &str = "catalogue/catalogue.rules";
+
 /// The repository's catalogue (`catalogue/`), compiled and loaded as a bundle.
 pub fn catalogue_bundle() -> Bundle {
-    bundle_of(&compile("catalogue/catalogue.rules"))
+    bundle_of(&compile(CATALOGUE_ROOT))
 }
-
-/// The root file of [`grown_catalogue`]'s sources: the repository catalogue's own root.
-pub const GROWN_ROOT: &str = "catalogue/catalogue.rules";
 
 /// The repository catalogue's sources (every `.rules` file under `catalogue/`, by its path
 /// relative to the repository root) with `generated` added as `catalogue/generated.rules`,
 /// which the root file includes: how the real catalogue would grow. Compile it from
-/// [`GROWN_ROOT`].
+/// [`CATALOGUE_ROOT`].
 pub fn grown_catalogue(generated: String) -> MemorySources {
     let mut sources = MemorySources::new();
     let mut pending = vec![path("catalogue")];
@@ -90,7 +90,7 @@ pub fn grown_catalogue(generated: String) -> MemorySources {
                     .expect("a file under the repository root");
                 let mut text = std::fs::read_to_string(&file)
                     .unwrap_or_else(|error| panic!("cannot read `{}`: {error}", file.display()));
-                if relative == Path::new(GROWN_ROOT) {
+                if relative == Path::new(CATALOGUE_ROOT) {
                     text.push_str("\ninclude \"generated.rules\"\n");
                 }
                 sources.insert(relative, text);
