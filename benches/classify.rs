@@ -57,7 +57,7 @@ mod redaction_reference;
 #[path = "../runtime/src/sanitize/triggers.rs"]
 mod redaction_triggers;
 
-/// The input sets and criterion's medians, shared with `growth.rs`.
+/// The input sets and criterion's medians, shared with `growth.rs` and `cli.rs`.
 #[path = "shared/mod.rs"]
 mod shared;
 
@@ -776,7 +776,7 @@ struct Engines {
 const BASELINE: &str = "FAULTLINE_BENCH_BASELINE";
 
 fn engines() -> Engines {
-    let compilation: Compilation = faultline_testkit::compile("catalogue/catalogue.rules");
+    let compilation: Compilation = faultline_testkit::compile(faultline_testkit::CATALOGUE_ROOT);
     let bundle = faultline_testkit::bundle_of(&compilation);
     let priority = compilation.priority.as_ref().unwrap();
     let reference = Reference::new(&compilation.catalogue, priority).unwrap();

@@ -73,7 +73,7 @@ fn files() -> Files {
         std::env::temp_dir().join(format!("faultline-bench-cli-{}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     let bundle = directory.join("repository.flb");
-    let compilation = faultline_testkit::compile("catalogue/catalogue.rules");
+    let compilation = faultline_testkit::compile(faultline_testkit::CATALOGUE_ROOT);
     std::fs::write(&bundle, compilation.bundle.as_ref().unwrap()).unwrap();
 
     let (corpus, origin) = prose_chunks();

@@ -31,12 +31,11 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
-use faultline_compiler::Compiler;
 use faultline_compiler::synthetic::{realistic_extension, realistic_files};
 use faultline_dsl::MemorySources;
 use faultline_runtime::{Bundle, Confidence, Evidence};
 
-/// The input sets and criterion's medians, shared with `classify.rs`.
+/// The input sets and criterion's medians, shared with `classify.rs` and `cli.rs`.
 #[path = "shared/mod.rs"]
 mod shared;
 
@@ -60,13 +59,7 @@ fn compile(
     sources: &dyn faultline_dsl::SourceProvider,
 ) -> Catalogue {
     let started = Instant::now();
-    let (loaded, diagnostics) = faultline_dsl::load(root, sources).unwrap();
-    assert!(
-        !diagnostics.iter().any(faultline_dsl::Diagnostic::is_error),
-        "{diagnostics:#?}"
-    );
-    let compilation = Compiler::new().compile(&loaded);
-    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
+    let compilation = faultline_testkit::compile_from(root, sources);
     let rules = compilation.catalogue.rules.len();
     let bundle = compilation.bundle.unwrap();
     eprintln!(
@@ -87,7 +80,7 @@ fn repository() -> Catalogue {
     compile(
         "repository",
         "repository",
-        &faultline_testkit::path("catalogue/catalogue.rules"),
+        &faultline_testkit::path(faultline_testkit::CATALOGUE_ROOT),
         &faultline_testkit::FileSystem,
     )
 }
@@ -98,31 +91,14 @@ const GROWN_RANK_BASE: usize = 10_000;
 /// The repository catalogue with generated rules added (an included file of its own), up to
 /// `rules` rules in all: how the real catalogue would grow.
 fn grown(rules: usize, repository_rules: usize) -> Catalogue {
-    let mut sources = MemorySources::new();
-    let mut pending = vec![faultline_testkit::path("catalogue")];
-    while let Some(directory) = pending.pop() {
-        for entry in std::fs::read_dir(&directory).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "rules") {
-                let relative = path.strip_prefix(faultline_testkit::root()).unwrap();
-                let mut text = std::fs::read_to_string(&path).unwrap();
-                if relative == Path::new("catalogue/catalogue.rules") {
-                    text.push_str("\ninclude \"generated.rules\"\n");
-                }
-                sources.insert(relative, text);
-            }
-        }
-    }
-    sources.insert(
-        "catalogue/generated.rules",
-        realistic_extension(rules - repository_rules, GROWN_RANK_BASE),
-    );
+    let sources = faultline_testkit::grown_catalogue(realistic_extension(
+        rules - repository_rules,
+        GROWN_RANK_BASE,
+    ));
     compile(
         &format!("grown_{rules}"),
         &format!("repository + {} generated", rules - repository_rules),
-        Path::new("catalogue/catalogue.rules"),
+        Path::new(faultline_testkit::CATALOGUE_ROOT),
         &sources,
     )
 }

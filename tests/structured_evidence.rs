@@ -25,6 +25,42 @@ use serde_json::{Value, json};
 
 static BUNDLE: LazyLock<Bundle> = LazyLock::new(common::catalogue_bundle);
 
+/// The clock every classification and explanation here runs at.
+const NOW: &str = "2026-09-01T00:00:00Z";
+
+/// Every answer line of a `faultline classify` run, as JSON.
+fn answers(output: &std::process::Output) -> Vec<Value> {
+    common::stdout(output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// Writes `text` as the root file of a catalogue in a fresh scratch directory named `name`;
+/// returns the directory, as the CLI's `--catalogue` takes it.
+fn scratch_catalogue(name: &str, text: &str) -> String {
+    let directory = common::scratch(name);
+    std::fs::write(directory.join("catalogue.rules"), text).unwrap();
+    directory.to_str().unwrap().to_owned()
+}
+
+/// What `faultline explain` prints about one evidence line, classified by `catalogue` at
+/// [`NOW`].
+fn explain(catalogue: &str, line: &str) -> String {
+    let output = common::faultline(&["explain", "--catalogue", catalogue, "--now", NOW, line]);
+    common::stdout(&output)
+}
+
+/// `source` formatted, after checking that formatting it again changes nothing.
+fn formatted_canonically(source: &str) -> String {
+    let format = |text: &str| {
+        faultline_dsl::format(&faultline_dsl::SourceFile::new("x.rules", text.to_owned())).unwrap()
+    };
+    let formatted = format(source);
+    assert_eq!(format(&formatted), formatted);
+    formatted
+}
+
 #[test]
 fn classify_accepts_headers_and_a_body_and_never_fails_a_line_for_a_body() {
     let input = [
@@ -35,12 +71,8 @@ fn classify_accepts_headers_and_a_body_and_never_fails_a_line_for_a_body() {
         r#"{"http_status":429,"headers":["retry-after: 30"]}"#,
     ]
     .join("\n");
-    let output = classify_stdin(&["--now", "2026-09-01T00:00:00Z"], &format!("{input}\n"));
-    let answers: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let output = classify_stdin(&["--now", NOW], &format!("{input}\n"));
+    let answers = answers(&output);
     assert_eq!(answers.len(), 5);
     assert_eq!(answers[0]["rule"], "anthropic.type.rate_limit_error.v1");
     assert_eq!(answers[0]["reset_hint"], "2026-09-01T00:00:30Z");
@@ -55,7 +87,7 @@ fn classify_accepts_headers_and_a_body_and_never_fails_a_line_for_a_body() {
 #[test]
 fn explain_accepts_headers_and_a_body() {
     let line = r#"{"http_status":529,"headers":{"x-should-retry":"true"},"body":{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}}"#;
-    let output = common::faultline(&["explain", "--now", "2026-09-01T00:00:00Z", line]);
+    let output = common::faultline(&["explain", "--now", NOW, line]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 }
 
@@ -122,7 +154,7 @@ fn leaked(secret: &str, output: &str) -> Option<String> {
 }
 
 fn outputs(evidence: &Evidence) -> String {
-    let now = parse_instant("2026-09-01T00:00:00Z").unwrap();
+    let now = parse_instant(NOW).unwrap();
     let (classification, trace) = BUNDLE.classify_traced(evidence, now);
     let mut text = serde_json::to_string(&classification).unwrap();
     for step in trace.timing() {
@@ -194,82 +226,70 @@ proptest! {
     }
 }
 
-/// A catalogue whose 429 rule reads every structured source, then the text.
-const TIMING_CATALOGUE: &str = r#"
-catalogue "structured-timing" version "structured-timing.v1"
+/// A catalogue named `name` of one 429 rule that reads `timing` (the inside of its `timing
+/// [...]` list), and the fallback.
+fn catalogue_of_429(name: &str, timing: &str) -> String {
+    format!(
+        r#"
+catalogue "{name}" version "{name}.v1"
 tiers [structured, fallback]
 
-code rate_limited {
+code rate_limited {{
     class transient
     flags [auto_retryable, fallback_allowed]
     scope account
-}
+}}
 
-code agent_runtime_error {
+code agent_runtime_error {{
     class unclassified
     flags []
     scope session
-}
+}}
 
-rule http.429 {
+rule http.429 {{
     code rate_limited
     confidence high
     tier structured
     when http_status = 429
-    timing [try_again_at, retry_after_ms, retry_after, ratelimit_reset, body_reset]
-}
+    timing [{timing}]
+}}
 
-rule fallback.v1 {
+rule fallback.v1 {{
     code agent_runtime_error
     confidence low
     tier fallback
-}
-"#;
-
-fn timing_catalogue() -> std::path::PathBuf {
-    let directory = common::scratch("structured-timing");
-    std::fs::write(directory.join("catalogue.rules"), TIMING_CATALOGUE).unwrap();
-    directory
+}}
+"#
+    )
 }
 
 #[test]
 fn structured_timing_comes_before_text_and_explain_lists_every_source() {
-    let directory = timing_catalogue();
-    let catalogue = directory.to_str().unwrap();
+    // The 429 rule reads every structured source, then the text.
+    let catalogue = &scratch_catalogue(
+        "structured-timing",
+        &catalogue_of_429(
+            "structured-timing",
+            "try_again_at, retry_after_ms, retry_after, ratelimit_reset, body_reset",
+        ),
+    );
     // OpenAI: `retry-after-ms` wins over the text and over a stale `retry-after`.
     let line = r#"{"http_status":429,"headers":{"retry-after-ms":"1500","retry-after":"soon","x-ratelimit-reset-tokens":"6m0s"},"stderr":"try again at Sep 27th, 2026 3:09 AM UTC","body":{"error":{"code":"rate_limit_exceeded"}}}"#;
     let output = classify_stdin(
-        &["--catalogue", catalogue, "--now", "2026-09-01T00:00:00Z"],
+        &["--catalogue", catalogue, "--now", NOW],
         &format!("{line}\n"),
     );
-    let answer: Value =
-        serde_json::from_str(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
+    let answer: Value = serde_json::from_str(common::stdout(&output).trim()).unwrap();
     assert_eq!(answer["reset_hint"], "2026-09-01T00:00:01.5Z");
     assert_eq!(answer["retry_after"], 2);
-    let output = common::faultline(&[
-        "explain",
-        "--catalogue",
-        catalogue,
-        "--now",
-        "2026-09-01T00:00:00Z",
-        line,
-    ]);
-    let report = String::from_utf8(output.stdout).unwrap();
+    let report = explain(catalogue, line);
     assert!(
         report.contains("header extractor `retry_after_ms`: 2026-09-01T00:00:01.5Z, accepted"),
         "{report}"
     );
     // Google: RetryInfo in a body lifted from the text, when no header says anything.
     let line = r#"{"http_status":429,"stderr":"[API Error: 429] {\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\":\"34s\"}]}}"}"#;
-    let output = common::faultline(&[
-        "explain",
-        "--catalogue",
-        catalogue,
-        "--now",
-        "2026-09-01T00:00:00Z",
-        line,
-    ]);
-    let report = String::from_utf8(output.stdout).unwrap();
+    let report = explain(catalogue, line);
     assert!(
         report.contains("header extractor `retry_after`: nothing of that shape"),
         "{report}"
@@ -284,15 +304,7 @@ fn structured_timing_comes_before_text_and_explain_lists_every_source() {
     );
     // An unreadable header is listed with why, and the text is consulted after it.
     let line = r#"{"http_status":429,"headers":{"retry-after":"soon"},"stderr":"try again at Sep 27th, 2026 3:09 AM UTC"}"#;
-    let output = common::faultline(&[
-        "explain",
-        "--catalogue",
-        catalogue,
-        "--now",
-        "2026-09-01T00:00:00Z",
-        line,
-    ]);
-    let report = String::from_utf8(output.stdout).unwrap();
+    let report = explain(catalogue, line);
     assert!(
         report.contains("header extractor `retry_after`: found, but names no instant: `retry-after`: `soon` is neither delta-seconds nor an HTTP-date"),
         "{report}"
@@ -305,7 +317,7 @@ fn structured_timing_comes_before_text_and_explain_lists_every_source() {
 
 fn classify_line(line: &str) -> faultline_runtime::Classification {
     let evidence: Evidence = serde_json::from_str(line).unwrap();
-    BUNDLE.classify_at(&evidence, parse_instant("2026-09-01T00:00:00Z").unwrap())
+    BUNDLE.classify_at(&evidence, parse_instant(NOW).unwrap())
 }
 
 #[test]
@@ -356,11 +368,7 @@ fn the_catalogue_reads_structure_before_the_status() {
 #[test]
 fn keyed_guards_parse_and_format_canonically() {
     let source = "catalogue \"x\" version \"x.v1\"\ntiers [main]\n\nrule a.v1 {\n    code c\n    confidence high\n    tier main\n    when header   \"x-should-retry\" =   \"false\"\n    when body r\"/error/details/*/reason\"   in [\"A\",  \"B\"]\n    when body \"/error/code\" present\n}\n";
-    let formatted = faultline_dsl::format(&faultline_dsl::SourceFile::new(
-        "x.rules",
-        source.to_owned(),
-    ))
-    .unwrap();
+    let formatted = formatted_canonically(source);
     assert!(
         formatted.contains("    when header \"x-should-retry\" = \"false\"\n"),
         "{formatted}"
@@ -373,12 +381,6 @@ fn keyed_guards_parse_and_format_canonically() {
         formatted.contains("    when body \"/error/code\" present\n"),
         "{formatted}"
     );
-    let again = faultline_dsl::format(&faultline_dsl::SourceFile::new(
-        "x.rules",
-        formatted.clone(),
-    ))
-    .unwrap();
-    assert_eq!(again, formatted);
 }
 
 /// A catalogue of text matchers on the error body: a number read as its JSON text, a `*`
@@ -449,9 +451,7 @@ rule fallback.v1 {
 
 #[test]
 fn text_matchers_read_the_body_at_a_pointer() {
-    let directory = common::scratch("body-views");
-    std::fs::write(directory.join("catalogue.rules"), BODY_VIEW_CATALOGUE).unwrap();
-    let catalogue = directory.to_str().unwrap();
+    let catalogue = &scratch_catalogue("body-views", BODY_VIEW_CATALOGUE);
     let check = common::faultline(&["check", catalogue, "--deny-warnings"]);
     assert_eq!(check.status.code(), Some(0), "{check:?}");
     let lines = [
@@ -463,15 +463,9 @@ fn text_matchers_read_the_body_at_a_pointer() {
         r#"{"stderr":"quota per day 429","body":"quota per day"}"#,
     ];
     let output = classify_stdin(&["--catalogue", catalogue], &(lines.join("\n") + "\n"));
-    let rules: Vec<String> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            serde_json::from_str::<Value>(line).unwrap()["rule"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
+    let rules: Vec<String> = answers(&output)
+        .iter()
+        .map(|answer| answer["rule"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(
         rules,
@@ -547,11 +541,7 @@ proptest! {
 #[test]
 fn body_views_parse_and_format_canonically() {
     let source = "catalogue \"x\" version \"x.v1\"\ntiers [main]\n\nrule a.v1 {\n    code c\n    confidence high\n    tier main\n    match regex r\"quota\"   on   body   r\"/error/details/*/message\"\n    unless contains \"minute\" ignore_case on body \"/error/message\"\n}\n";
-    let formatted = faultline_dsl::format(&faultline_dsl::SourceFile::new(
-        "x.rules",
-        source.to_owned(),
-    ))
-    .unwrap();
+    let formatted = formatted_canonically(source);
     assert!(
         formatted.contains("    match regex r\"quota\" on body r\"/error/details/*/message\"\n"),
         "{formatted}"
@@ -561,64 +551,21 @@ fn body_views_parse_and_format_canonically() {
             .contains("    unless contains \"minute\" ignore_case on body \"/error/message\"\n"),
         "{formatted}"
     );
-    let again = faultline_dsl::format(&faultline_dsl::SourceFile::new(
-        "x.rules",
-        formatted.clone(),
-    ))
-    .unwrap();
-    assert_eq!(again, formatted);
 }
-
-/// A catalogue whose 429 rule names a body pointer for `body_reset`, then reads text delays.
-const NAMED_POINTER_CATALOGUE: &str = r#"
-catalogue "named-pointer" version "named-pointer.v1"
-tiers [structured, fallback]
-
-code rate_limited {
-    class transient
-    flags [auto_retryable, fallback_allowed]
-    scope account
-}
-
-code agent_runtime_error {
-    class unclassified
-    flags []
-    scope session
-}
-
-rule http.429 {
-    code rate_limited
-    confidence high
-    tier structured
-    when http_status = 429
-    timing [try_again_in, body_reset "/error/limit/resets_at"]
-}
-
-rule fallback.v1 {
-    code agent_runtime_error
-    confidence low
-    tier fallback
-}
-"#;
 
 #[test]
 fn explain_lists_body_reset_at_a_named_pointer_and_try_again_in() {
-    let directory = common::scratch("named-pointer");
-    std::fs::write(directory.join("catalogue.rules"), NAMED_POINTER_CATALOGUE).unwrap();
-    let catalogue = directory.to_str().unwrap();
-    let explain = |line: &str| {
-        let output = common::faultline(&[
-            "explain",
-            "--catalogue",
-            catalogue,
-            "--now",
-            "2026-09-01T00:00:00Z",
-            line,
-        ]);
-        String::from_utf8(output.stdout).unwrap()
-    };
+    // The 429 rule names a body pointer for `body_reset`, then reads text delays.
+    let catalogue = &scratch_catalogue(
+        "named-pointer",
+        &catalogue_of_429(
+            "named-pointer",
+            r#"try_again_in, body_reset "/error/limit/resets_at""#,
+        ),
+    );
     // The named pointer is read first (structured before text), and accepted.
     let report = explain(
+        catalogue,
         r#"{"http_status":429,"stderr":"Please try again in 2.746s.","body":{"error":{"limit":{"resets_at":"2026-09-01T01:00:00Z"}}}}"#,
     );
     assert!(
@@ -627,6 +574,7 @@ fn explain_lists_body_reset_at_a_named_pointer_and_try_again_in() {
     );
     // A stale instant there is rejected with why, and the text's delay is taken instead.
     let report = explain(
+        catalogue,
         r#"{"http_status":429,"stderr":"Please try again in 2.746s.","body":{"error":{"limit":{"resets_at":"2026-08-01T00:00:00Z"}}}}"#,
     );
     assert!(report.contains("it is not after now"), "{report}");

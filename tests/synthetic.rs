@@ -11,21 +11,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use faultline_compiler::Compiler;
 use faultline_compiler::synthetic::{SHAPES, made_up_word, realistic_extension, realistic_files};
 use faultline_dsl::MemorySources;
 use faultline_runtime::Bundle;
-
-fn compiles_clean(sources: &MemorySources, root: &str) -> faultline_compiler::Compilation {
-    let (loaded, diagnostics) = faultline_dsl::load(Path::new(root), sources).unwrap();
-    assert!(
-        !diagnostics.iter().any(faultline_dsl::Diagnostic::is_error),
-        "{diagnostics:#?}"
-    );
-    let compilation = Compiler::new().compile(&loaded);
-    assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
-    compilation
-}
 
 #[test]
 fn made_up_words_are_distinct() {
@@ -39,7 +27,8 @@ fn a_realistic_catalogue_of_every_shape_checks_clean() {
     for (path, text) in realistic_files(2 * SHAPES) {
         sources.insert(format!("realistic/{path}"), text);
     }
-    let compilation = compiles_clean(&sources, "realistic/catalogue.rules");
+    let compilation =
+        faultline_testkit::compile_from(Path::new("realistic/catalogue.rules"), &sources);
     // Every generated rule and the fallback.
     assert_eq!(compilation.catalogue.rules.len(), 2 * SHAPES + 1);
     let bundle = Bundle::from_bytes(compilation.bundle.as_ref().unwrap()).unwrap();
@@ -54,29 +43,10 @@ fn a_realistic_catalogue_of_every_shape_checks_clean() {
 
 #[test]
 fn realistic_rules_grow_the_repository_catalogue_cleanly() {
-    let repository = faultline_testkit::compile("catalogue/catalogue.rules");
-    let mut sources = MemorySources::new();
-    let mut pending = vec![faultline_testkit::path("catalogue")];
-    while let Some(directory) = pending.pop() {
-        for entry in std::fs::read_dir(&directory).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "rules") {
-                let relative = path.strip_prefix(faultline_testkit::root()).unwrap();
-                let mut text = std::fs::read_to_string(&path).unwrap();
-                if relative == Path::new("catalogue/catalogue.rules") {
-                    text.push_str("\ninclude \"generated.rules\"\n");
-                }
-                sources.insert(relative, text);
-            }
-        }
-    }
-    sources.insert(
-        "catalogue/generated.rules",
-        realistic_extension(SHAPES, 10_000),
-    );
-    let grown = compiles_clean(&sources, "catalogue/catalogue.rules");
+    let repository = faultline_testkit::compile(faultline_testkit::CATALOGUE_ROOT);
+    let sources = faultline_testkit::grown_catalogue(realistic_extension(SHAPES, 10_000));
+    let grown =
+        faultline_testkit::compile_from(Path::new(faultline_testkit::CATALOGUE_ROOT), &sources);
     assert_eq!(
         grown.catalogue.rules.len(),
         repository.catalogue.rules.len() + SHAPES

@@ -1,6 +1,11 @@
-//! What the classification benchmarks (`classify.rs`, `growth.rs`) share, included by each with
-//! `#[path]`: the input sets (ordinary agent output, real error messages, 4 KiB stderr blobs,
-//! long texts), built the same way every run, and criterion's medians of the current run.
+//! What the classification benchmarks (`classify.rs`, `growth.rs`, `cli.rs`) share, included by
+//! each with `#[path]`: the input sets (ordinary agent output, real error messages, 4 KiB stderr
+//! blobs, long texts), built the same way every run, and criterion's medians of the current run.
+//! (The repository catalogue comes from `faultline_testkit`.)
+//!
+//! Each benchmark keeps its own `#![allow(…)]` header: a benchmark is a crate of its own, and a
+//! crate-level attribute must stand in its root file; from this module it would cover only
+//! this module.
 
 #![allow(
     dead_code,

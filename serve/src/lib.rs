@@ -36,7 +36,10 @@ mod store;
 mod tests;
 
 pub use bundles::{BundleFile, BundleSource};
-pub use lines::{LineError, evidence_of, json_kind, one_line, parse_object, typed, with_id};
+pub use lines::{
+    LineError, context_field, evidence_of, json_kind, one_line, parse_object, string_field, typed,
+    with_id,
+};
 
 /// Where the server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 
 use std::time::SystemTime;
 
-use faultline_runtime::{Evidence, parse_instant};
+use faultline_runtime::{DecisionContext, Evidence, parse_instant};
 use serde_json::{Map, Value};
 
 /// Why one input line could not be answered: the field at fault (a JSON path such as
@@ -112,6 +112,37 @@ pub fn parse_object(bytes: &[u8]) -> (Option<Value>, Result<Map<String, Value>, 
     }
 }
 
+/// Takes the string field `key` out of a line's fields: `None` when the line has none.
+pub fn string_field(
+    fields: &mut Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>, LineError> {
+    match fields.remove(key) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(LineError::field(
+            key,
+            format!("expected a string, found {}", json_kind(&other)),
+        )),
+    }
+}
+
+/// Takes an event line's `context` (a decision context's name) out of its fields: `None` when
+/// the line has none.
+pub fn context_field(
+    fields: &mut Map<String, Value>,
+) -> Result<Option<DecisionContext>, LineError> {
+    let Some(name) = string_field(fields, "context")? else {
+        return Ok(None);
+    };
+    DecisionContext::from_name(&name).map(Some).ok_or_else(|| {
+        LineError::field(
+            "context",
+            format!("unknown decision context `{name}`; expected `kanban` or `office`"),
+        )
+    })
+}
+
 /// Reads a line's fields as evidence and its clock: evidence fields, plus an optional `now`
 /// (RFC 3339) that overrides `default_now` (the system clock when that is `None`).
 pub fn evidence_of(
@@ -211,6 +242,36 @@ mod tests {
         assert!(parse_object(b"[1]").1.is_err());
         assert!(parse_object(b"  ").1.is_err());
         assert!(parse_object(b"\xff{}").1.is_err());
+    }
+
+    #[test]
+    fn string_and_context_fields_are_taken_out_or_name_the_field() {
+        let (_, fields) = parse_object(br#"{"provider_id":"p","context":"office","other":1}"#);
+        let mut fields = fields.unwrap_or_default();
+        assert_eq!(
+            string_field(&mut fields, "provider_id"),
+            Ok(Some("p".to_owned()))
+        );
+        assert_eq!(
+            context_field(&mut fields),
+            Ok(Some(DecisionContext::Office))
+        );
+        assert_eq!(context_field(&mut fields), Ok(None));
+        assert!(fields.contains_key("other") && fields.len() == 1);
+        let field_at_fault = |line: &[u8]| {
+            let (_, fields) = parse_object(line);
+            context_field(&mut fields.unwrap_or_default())
+                .err()
+                .and_then(|error| error.field)
+        };
+        assert_eq!(
+            field_at_fault(br#"{"context":7}"#),
+            Some("context".to_owned())
+        );
+        assert_eq!(
+            field_at_fault(br#"{"context":"nowhere"}"#),
+            Some("context".to_owned())
+        );
     }
 
     #[test]

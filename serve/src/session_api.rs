@@ -71,34 +71,8 @@ pub(crate) struct Provided {
 fn read_event(bytes: &[u8]) -> (Option<Value>, Result<Provided, LineError>) {
     let (id, fields) = lines::parse_object(bytes);
     let parsed = fields.and_then(|mut fields| {
-        let provider = match fields.remove("provider_id") {
-            None => None,
-            Some(Value::String(provider)) => Some(provider),
-            Some(other) => {
-                return Err(LineError::field(
-                    "provider_id",
-                    format!("expected a string, found {}", lines::json_kind(&other)),
-                ));
-            }
-        };
-        let context = match fields.remove("context") {
-            None => None,
-            Some(Value::String(name)) => match DecisionContext::from_name(&name) {
-                Some(context) => Some(context),
-                None => {
-                    return Err(LineError::field(
-                        "context",
-                        format!("unknown decision context `{name}`; expected `kanban` or `office`"),
-                    ));
-                }
-            },
-            Some(other) => {
-                return Err(LineError::field(
-                    "context",
-                    format!("expected a string, found {}", lines::json_kind(&other)),
-                ));
-            }
-        };
+        let provider = lines::string_field(&mut fields, "provider_id")?;
+        let context = lines::context_field(&mut fields)?;
         if fields.contains_key("session") {
             return Err(LineError::field(
                 "session",

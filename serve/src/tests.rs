@@ -57,7 +57,38 @@ fn harness_with(store: Arc<dyn Store>, limits: Limits) -> Harness {
 }
 
 fn harness() -> Harness {
-    harness_with(Arc::new(RedbStore::in_memory().unwrap()), Limits::default())
+    harness_limited(Limits::default())
+}
+
+/// A harness on an in-memory store, under `limits`.
+fn harness_limited(limits: Limits) -> Harness {
+    harness_with(Arc::new(RedbStore::in_memory().unwrap()), limits)
+}
+
+/// A harness on the durable store in `dir`, which outlives it (a restart opens it again).
+fn harness_durable(dir: &tempfile::TempDir) -> Harness {
+    harness_with(
+        Arc::new(RedbStore::open(dir.path()).unwrap()),
+        Limits::default(),
+    )
+}
+
+/// An in-memory store whose `fail_at`-th append (from 1) fails.
+fn failing_store(fail_at: u64) -> Arc<FailingStore> {
+    Arc::new(FailingStore {
+        inner: RedbStore::in_memory().unwrap(),
+        fail_at,
+        appends: AtomicU64::new(0),
+    })
+}
+
+impl Harness {
+    /// Replaces the bundle file with `bytes` and reloads it with the admin token; it must swap.
+    async fn swap_in(&self, bytes: Vec<u8>) {
+        std::fs::write(&self.bundle_path, bytes).unwrap();
+        let reloaded = reload(&self.router, Some(TOKEN)).await;
+        assert_eq!(reloaded.json()["outcome"], "swapped");
+    }
 }
 
 struct Answer {
@@ -119,6 +150,36 @@ async fn call(
     }
 }
 
+/// Asks for a reload, with `token` as the admin token.
+async fn reload(router: &axum::Router, token: Option<&str>) -> Answer {
+    call(
+        router,
+        "POST",
+        "/v1/admin/reload",
+        None,
+        Body::empty(),
+        token,
+    )
+    .await
+}
+
+async fn get(router: &axum::Router, path: &str) -> Answer {
+    call(router, "GET", path, None, Body::empty(), None).await
+}
+
+/// Posts a batch: one JSON object a line.
+async fn post_lines(router: &axum::Router, path: &str, body: String) -> Answer {
+    call(
+        router,
+        "POST",
+        path,
+        Some("application/x-ndjson"),
+        body,
+        None,
+    )
+    .await
+}
+
 async fn post(router: &axum::Router, path: &str, body: &str) -> Answer {
     call(
         router,
@@ -153,15 +214,7 @@ async fn classify_answers_one_object_and_names_the_bundle() {
 async fn a_batch_answers_every_line_in_order_with_errors_per_line() {
     let h = harness();
     let input = "{\"id\":1,\"http_status\":529}\n{\"phase\":\"bogus\"}\nnot json\n\n{\"id\":5,\"stderr\":\"x\"}";
-    let answer = call(
-        &h.router,
-        "POST",
-        "/v1/classify",
-        Some("application/x-ndjson"),
-        input.to_owned(),
-        None,
-    )
-    .await;
+    let answer = post_lines(&h.router, "/v1/classify", input.to_owned()).await;
     assert_eq!(answer.status, StatusCode::OK);
     let lines = answer.lines();
     assert_eq!(lines.len(), 5);
@@ -218,13 +271,10 @@ async fn explain_lists_the_winner_and_the_timing_stage() {
 
 #[tokio::test]
 async fn bodies_over_the_limit_are_413_and_the_server_goes_on() {
-    let h = harness_with(
-        Arc::new(RedbStore::in_memory().unwrap()),
-        Limits {
-            max_body_bytes: 1024,
-            ..Limits::default()
-        },
-    );
+    let h = harness_limited(Limits {
+        max_body_bytes: 1024,
+        ..Limits::default()
+    });
     let big = format!("{{\"stderr\":\"{}\"}}", "x".repeat(4096));
     let answer = post(&h.router, "/v1/classify", &big).await;
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
@@ -251,15 +301,7 @@ async fn bodies_over_the_limit_are_413_and_the_server_goes_on() {
 #[tokio::test]
 async fn a_panicking_handler_is_a_500_with_an_id_and_the_server_goes_on() {
     let h = harness();
-    let answer = call(
-        &h.router,
-        "GET",
-        "/v1/test/panic",
-        None,
-        Body::empty(),
-        None,
-    )
-    .await;
+    let answer = get(&h.router, "/v1/test/panic").await;
     assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(
         answer.json()["error"]["id"]
@@ -283,22 +325,17 @@ async fn a_panicking_handler_is_a_500_with_an_id_and_the_server_goes_on() {
 async fn reload_needs_the_token_refuses_damage_and_swaps_a_good_bundle() {
     let h = harness();
     let first = h.app.bundles.current().hash.clone();
-    let reload = |token: Option<&'static str>| {
-        call(
-            &h.router,
-            "POST",
-            "/v1/admin/reload",
-            None,
-            Body::empty(),
-            token,
-        )
-    };
-    assert_eq!(reload(None).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(
-        reload(Some("wrong-token-wrong-token")).await.status,
+        reload(&h.router, None).await.status,
         StatusCode::UNAUTHORIZED
     );
-    let unchanged = reload(Some(TOKEN)).await;
+    assert_eq!(
+        reload(&h.router, Some("wrong-token-wrong-token"))
+            .await
+            .status,
+        StatusCode::UNAUTHORIZED
+    );
+    let unchanged = reload(&h.router, Some(TOKEN)).await;
     assert_eq!(unchanged.status, StatusCode::OK);
     assert_eq!(unchanged.json()["outcome"], "unchanged");
 
@@ -313,7 +350,7 @@ async fn reload_needs_the_token_refuses_damage_and_swaps_a_good_bundle() {
     let truncated = golden()[..100].to_vec();
     for bad in [damaged, old, truncated, Vec::new()] {
         std::fs::write(&h.bundle_path, bad).unwrap();
-        let refused = reload(Some(TOKEN)).await;
+        let refused = reload(&h.router, Some(TOKEN)).await;
         assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(refused.json()["serving"], first.as_str());
         assert_eq!(
@@ -322,7 +359,7 @@ async fn reload_needs_the_token_refuses_damage_and_swaps_a_good_bundle() {
         );
     }
     std::fs::write(&h.bundle_path, other()).unwrap();
-    let swapped = reload(Some(TOKEN)).await;
+    let swapped = reload(&h.router, Some(TOKEN)).await;
     assert_eq!(swapped.status, StatusCode::OK);
     let body = swapped.json();
     assert_eq!(body["outcome"], "swapped");
@@ -354,20 +391,8 @@ async fn admin_endpoints_are_off_without_a_token() {
     )
     .unwrap();
     let router = crate::api::router(app);
-    let answer = call(
-        &router,
-        "POST",
-        "/v1/admin/reload",
-        None,
-        Body::empty(),
-        Some(TOKEN),
-    )
-    .await;
+    let answer = reload(&router, Some(TOKEN)).await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN);
-}
-
-fn event(line: &str) -> String {
-    line.to_owned()
 }
 
 const BEGAN: &str =
@@ -382,11 +407,7 @@ fn scheduled(deadline: &str) -> String {
 
 #[tokio::test]
 async fn a_failed_store_write_is_a_503_and_nothing_is_applied_or_scheduled() {
-    let store = Arc::new(FailingStore {
-        inner: RedbStore::in_memory().unwrap(),
-        fail_at: 2,
-        appends: AtomicU64::new(0),
-    });
+    let store = failing_store(2);
     let h = harness_with(store, Limits::default());
     let path = "/v1/sessions/s1/events";
     assert_eq!(post(&h.router, path, BEGAN).await.status, StatusCode::OK);
@@ -398,24 +419,13 @@ async fn a_failed_store_write_is_a_503_and_nothing_is_applied_or_scheduled() {
             .unwrap()
             .contains("nothing was applied or scheduled")
     );
-    let session = call(
-        &h.router,
-        "GET",
-        "/v1/sessions/s1",
-        None,
-        Body::empty(),
-        None,
-    )
-    .await
-    .json();
+    let session = get(&h.router, "/v1/sessions/s1").await.json();
     assert_eq!(session["events"], 1);
     assert_eq!(session["wait"], Value::Null);
-    let waits = call(&h.router, "GET", "/v1/waits", None, Body::empty(), None)
-        .await
-        .json();
+    let waits = get(&h.router, "/v1/waits").await.json();
     assert_eq!(waits["waits"], json!([]));
     // The next event takes the sequence number the failed one did not use.
-    let next = post(&h.router, path, &event(FAILED)).await;
+    let next = post(&h.router, path, FAILED).await;
     assert_eq!(next.status, StatusCode::OK);
     assert_eq!(next.json()["sequence"], 1);
     assert!(
@@ -428,11 +438,7 @@ async fn a_failed_store_write_is_a_503_and_nothing_is_applied_or_scheduled() {
 
 #[tokio::test]
 async fn a_failed_first_write_creates_no_session() {
-    let store = Arc::new(FailingStore {
-        inner: RedbStore::in_memory().unwrap(),
-        fail_at: 1,
-        appends: AtomicU64::new(0),
-    });
+    let store = failing_store(1);
     let h = harness_with(store, Limits::default());
     assert_eq!(
         post(&h.router, "/v1/sessions/s1/events", BEGAN)
@@ -440,15 +446,7 @@ async fn a_failed_first_write_creates_no_session() {
             .status,
         StatusCode::SERVICE_UNAVAILABLE
     );
-    let missing = call(
-        &h.router,
-        "GET",
-        "/v1/sessions/s1",
-        None,
-        Body::empty(),
-        None,
-    )
-    .await;
+    let missing = get(&h.router, "/v1/sessions/s1").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }
 
@@ -456,42 +454,22 @@ async fn a_failed_first_write_creates_no_session() {
 async fn a_batch_of_events_stops_at_the_first_line_not_acknowledged() {
     let h = harness();
     let input = format!("{BEGAN}\n{{\"event\":\"nope\"}}\n{FAILED}\n");
-    let answer = call(
-        &h.router,
-        "POST",
-        "/v1/sessions/b/events",
-        Some("application/x-ndjson"),
-        input,
-        None,
-    )
-    .await;
+    let answer = post_lines(&h.router, "/v1/sessions/b/events", input).await;
     let lines = answer.lines();
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["sequence"], 0);
     assert_eq!(lines[1]["error"]["field"], "event");
     assert_eq!(lines[2]["status"], 409);
-    let session = call(
-        &h.router,
-        "GET",
-        "/v1/sessions/b",
-        None,
-        Body::empty(),
-        None,
-    )
-    .await
-    .json();
+    let session = get(&h.router, "/v1/sessions/b").await.json();
     assert_eq!(session["events"], 1);
 }
 
 #[tokio::test]
 async fn sessions_are_bounded_and_ids_checked() {
-    let h = harness_with(
-        Arc::new(RedbStore::in_memory().unwrap()),
-        Limits {
-            max_sessions: 2,
-            ..Limits::default()
-        },
-    );
+    let h = harness_limited(Limits {
+        max_sessions: 2,
+        ..Limits::default()
+    });
     for id in ["a", "b"] {
         assert_eq!(
             post(&h.router, &format!("/v1/sessions/{id}/events"), BEGAN)
@@ -543,10 +521,7 @@ async fn a_restart_replays_every_session_and_re_arms_its_wait() {
     let dir = tempfile::tempdir().unwrap();
     let before;
     {
-        let h = harness_with(
-            Arc::new(RedbStore::open(dir.path()).unwrap()),
-            Limits::default(),
-        );
+        let h = harness_durable(&dir);
         for line in [
             BEGAN.to_owned(),
             FAILED.to_owned(),
@@ -568,17 +543,7 @@ async fn a_restart_replays_every_session_and_re_arms_its_wait() {
             );
         }
         // A reload between events: the replay must use the bundle each event was applied with.
-        std::fs::write(&h.bundle_path, other()).unwrap();
-        let reloaded = call(
-            &h.router,
-            "POST",
-            "/v1/admin/reload",
-            None,
-            Body::empty(),
-            Some(TOKEN),
-        )
-        .await;
-        assert_eq!(reloaded.json()["outcome"], "swapped");
+        h.swap_in(other()).await;
         assert_eq!(
             post(
                 &h.router,
@@ -589,31 +554,10 @@ async fn a_restart_replays_every_session_and_re_arms_its_wait() {
             .status,
             StatusCode::OK
         );
-        before = call(
-            &h.router,
-            "GET",
-            "/v1/sessions/later",
-            None,
-            Body::empty(),
-            None,
-        )
-        .await
-        .json();
+        before = get(&h.router, "/v1/sessions/later").await.json();
     }
-    let h = harness_with(
-        Arc::new(RedbStore::open(dir.path()).unwrap()),
-        Limits::default(),
-    );
-    let after = call(
-        &h.router,
-        "GET",
-        "/v1/sessions/later",
-        None,
-        Body::empty(),
-        None,
-    )
-    .await
-    .json();
+    let h = harness_durable(&dir);
+    let after = get(&h.router, "/v1/sessions/later").await.json();
     assert_eq!(after, before);
     assert_eq!(after["events"], 4);
     assert_eq!(
@@ -623,9 +567,7 @@ async fn a_restart_replays_every_session_and_re_arms_its_wait() {
     // The past deadline fires at once; the future one stays armed.
     let mut waits = Value::Null;
     for _ in 0..200 {
-        waits = call(&h.router, "GET", "/v1/waits", None, Body::empty(), None)
-            .await
-            .json();
+        waits = get(&h.router, "/v1/waits").await.json();
         if waits["waits"][0]["due"] == true {
             break;
         }
@@ -643,9 +585,7 @@ async fn a_restart_replays_every_session_and_re_arms_its_wait() {
         r#"{"event":"retry_ended","ending":"exhausted"}"#,
     )
     .await;
-    let waits = call(&h.router, "GET", "/v1/waits", None, Body::empty(), None)
-        .await
-        .json();
+    let waits = get(&h.router, "/v1/waits").await.json();
     assert_eq!(waits["waits"].as_array().unwrap().len(), 1);
 }
 
@@ -885,21 +825,8 @@ const QUOTA_FAILED: &str = r#"{"event":"prompt_failed","execution_id":"exec-1","
 async fn a_deciding_session_answers_with_the_decision_and_waits_on_the_route() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let h = harness_with(
-            Arc::new(RedbStore::open(dir.path()).unwrap()),
-            Limits::default(),
-        );
-        std::fs::write(&h.bundle_path, catalogue_bytes()).unwrap();
-        let reloaded = call(
-            &h.router,
-            "POST",
-            "/v1/admin/reload",
-            None,
-            Body::empty(),
-            Some(TOKEN),
-        )
-        .await;
-        assert_eq!(reloaded.json()["outcome"], "swapped");
+        let h = harness_durable(&dir);
+        h.swap_in(catalogue_bytes()).await;
         let began = post(&h.router, "/v1/sessions/quota/events", QUOTA_BEGAN).await;
         assert_eq!(began.status, StatusCode::OK, "{:?}", began.json());
         let failed = post(&h.router, "/v1/sessions/quota/events", QUOTA_FAILED).await;
@@ -928,41 +855,18 @@ async fn a_deciding_session_answers_with_the_decision_and_waits_on_the_route() {
         .await;
         assert_eq!(other.status, StatusCode::CONFLICT);
         assert_eq!(other.json()["error"]["field"], "context");
-        let view = call(
-            &h.router,
-            "GET",
-            "/v1/sessions/quota",
-            None,
-            Body::empty(),
-            None,
-        )
-        .await
-        .json();
+        let view = get(&h.router, "/v1/sessions/quota").await.json();
         assert_eq!(view["context"], "office");
         assert_eq!(view["route"]["status"], "waiting_for_reset");
     }
     // After a restart the route's wait is re-armed with its deadline (F.3).
-    let h = harness_with(
-        Arc::new(RedbStore::open(dir.path()).unwrap()),
-        Limits::default(),
-    );
-    let waits = call(&h.router, "GET", "/v1/waits", None, Body::empty(), None)
-        .await
-        .json();
+    let h = harness_durable(&dir);
+    let waits = get(&h.router, "/v1/waits").await.json();
     assert_eq!(waits["waits"][0]["session"], "quota", "{waits}");
     assert_eq!(waits["waits"][0]["kind"], "route");
     assert_eq!(waits["waits"][0]["deadline"], "2099-10-01T14:00:00Z");
     assert_eq!(waits["waits"][0]["due"], false);
-    let view = call(
-        &h.router,
-        "GET",
-        "/v1/sessions/quota",
-        None,
-        Body::empty(),
-        None,
-    )
-    .await
-    .json();
+    let view = get(&h.router, "/v1/sessions/quota").await.json();
     assert_eq!(view["route"]["status"], "waiting_for_reset");
 }
 
@@ -970,25 +874,8 @@ async fn a_deciding_session_answers_with_the_decision_and_waits_on_the_route() {
 async fn a_failed_route_write_schedules_nothing() {
     // The first two writes (the two events) succeed; the third, the route state's confirmation,
     // fails: the engine is told, nothing is scheduled, and the answer says so.
-    let h = harness_with(
-        Arc::new(FailingStore {
-            inner: RedbStore::in_memory().unwrap(),
-            fail_at: 3,
-            appends: AtomicU64::new(0),
-        }),
-        Limits::default(),
-    );
-    std::fs::write(&h.bundle_path, catalogue_bytes()).unwrap();
-    let reloaded = call(
-        &h.router,
-        "POST",
-        "/v1/admin/reload",
-        None,
-        Body::empty(),
-        Some(TOKEN),
-    )
-    .await;
-    assert_eq!(reloaded.json()["outcome"], "swapped");
+    let h = harness_with(failing_store(3), Limits::default());
+    h.swap_in(catalogue_bytes()).await;
     assert_eq!(
         post(&h.router, "/v1/sessions/quota/events", QUOTA_BEGAN)
             .await

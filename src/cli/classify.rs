@@ -52,10 +52,8 @@ pub(super) fn parse_line(
         }
         Err(error) => return Err(format!("invalid evidence: {error}")),
     };
-    evidence_of(fields, default_now).map_err(|error| match error.field {
-        Some(field) => format!("invalid evidence: field `{field}`: {}", error.message),
-        None => format!("invalid evidence: {}", error.message),
-    })
+    evidence_of(fields, default_now)
+        .map_err(|error| format!("invalid evidence: {}", error.describe()))
 }
 
 /// Compiles a catalogue into a bundle, reporting its errors.

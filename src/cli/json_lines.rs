@@ -21,7 +21,9 @@ use super::{Exit, err};
 /// text from costing more than a few times its size.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 
-pub use faultline_serve::{LineError, json_kind as kind, one_line, with_id};
+pub use faultline_serve::{
+    LineError, context_field, json_kind as kind, one_line, string_field, with_id,
+};
 
 /// One input line as the commands see it.
 #[derive(Debug)]

@@ -25,7 +25,7 @@ use faultline_runtime::{Bundle, format_instant};
 use serde_json::{Map, Value};
 
 use super::Exit;
-use super::json_lines::{self, LineError};
+use super::json_lines::{self, LineError, context_field, string_field};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -49,18 +49,6 @@ pub struct Args {
 /// One log line's `session` (default `default`).
 fn session_of(fields: &mut Map<String, Value>) -> Result<String, LineError> {
     string_field(fields, "session").map(|session| session.unwrap_or_else(|| "default".to_owned()))
-}
-
-/// A string field of a log line, taken out of it.
-fn string_field(fields: &mut Map<String, Value>, key: &str) -> Result<Option<String>, LineError> {
-    match fields.remove(key) {
-        None => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(other) => Err(LineError::field(
-            key,
-            format!("expected a string, found {}", json_lines::kind(&other)),
-        )),
-    }
 }
 
 fn describe_outcome(outcome: &Outcome) -> String {
@@ -339,18 +327,8 @@ impl Replay<'_> {
                 return Err(error);
             }
         };
-        let context = match string_field(&mut fields, "context") {
-            Ok(None) => None,
-            Ok(Some(name)) => match DecisionContext::from_name(&name) {
-                Some(context) => Some(context),
-                None => {
-                    self.poisoned_by_line = Some(self.poison(&session_id, provider));
-                    return Err(LineError::field(
-                        "context",
-                        format!("unknown decision context `{name}`; expected `kanban` or `office`"),
-                    ));
-                }
-            },
+        let context = match context_field(&mut fields) {
+            Ok(context) => context,
             Err(error) => {
                 self.poisoned_by_line = Some(self.poison(&session_id, provider));
                 return Err(error);

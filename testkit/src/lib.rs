@@ -1,6 +1,7 @@
 //! What faultline's tests and benchmarks share, so that each of them reads the repository the
 //! same way: its root, catalogue sources from the file system, the repository catalogue
-//! compiled into a bundle, and fixture documents read from a directory.
+//! compiled into a bundle (alone, or grown by generated rules), and fixture documents read from
+//! a directory.
 //!
 //! A dev-only crate: it panics on a broken repository, which is how a test fails.
 
@@ -13,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use faultline_compiler::{Compilation, Compiler};
+use faultline_dsl::{MemorySources, SourceProvider};
 use faultline_runtime::Bundle;
 
 /// The repository root.
@@ -25,7 +27,7 @@ pub fn root() -> &'static Path {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FileSystem;
 
-impl faultline_dsl::SourceProvider for FileSystem {
+impl SourceProvider for FileSystem {
     fn read(&self, path: &Path) -> std::io::Result<String> {
         std::fs::read_to_string(path)
     }
@@ -34,9 +36,14 @@ impl faultline_dsl::SourceProvider for FileSystem {
 /// Compiles the catalogue rooted at `root_file` (relative to the repository root), which must
 /// check clean.
 pub fn compile(root_file: &str) -> Compilation {
-    let path = root().join(root_file);
-    let (loaded, diagnostics) = faultline_dsl::load(&path, &FileSystem)
-        .unwrap_or_else(|error| panic!("cannot read `{}`: {error}", path.display()));
+    compile_from(&root().join(root_file), &FileSystem)
+}
+
+/// Compiles the catalogue rooted at `root_file` as `sources` provide it, which must check
+/// clean.
+pub fn compile_from(root_file: &Path, sources: &dyn SourceProvider) -> Compilation {
+    let (loaded, diagnostics) = faultline_dsl::load(root_file, sources)
+        .unwrap_or_else(|error| panic!("cannot read `{}`: {error}", root_file.display()));
     assert!(
         !diagnostics.iter().any(faultline_dsl::Diagnostic::is_error),
         "{diagnostics:#?}"
@@ -55,9 +62,43 @@ pub fn bundle_of(compilation: &Compilation) -> Bundle {
     Bundle::from_bytes(bytes).expect("a freshly built bundle loads")
 }
 
+/// The root file of the repository's catalogue, relative to the repository root.
+pub const CATALOGUE_ROOT: &str = "catalogue/catalogue.rules";
+
 /// The repository's catalogue (`catalogue/`), compiled and loaded as a bundle.
 pub fn catalogue_bundle() -> Bundle {
-    bundle_of(&compile("catalogue/catalogue.rules"))
+    bundle_of(&compile(CATALOGUE_ROOT))
+}
+
+/// The repository catalogue's sources (every `.rules` file under `catalogue/`, by its path
+/// relative to the repository root) with `generated` added as `catalogue/generated.rules`,
+/// which the root file includes: how the real catalogue would grow. Compile it from
+/// [`CATALOGUE_ROOT`].
+pub fn grown_catalogue(generated: String) -> MemorySources {
+    let mut sources = MemorySources::new();
+    let mut pending = vec![path("catalogue")];
+    while let Some(directory) = pending.pop() {
+        let entries = std::fs::read_dir(&directory)
+            .unwrap_or_else(|error| panic!("cannot list `{}`: {error}", directory.display()));
+        for entry in entries {
+            let file = entry.expect("a directory entry").path();
+            if file.is_dir() {
+                pending.push(file);
+            } else if file.extension().is_some_and(|found| found == "rules") {
+                let relative = file
+                    .strip_prefix(root())
+                    .expect("a file under the repository root");
+                let mut text = std::fs::read_to_string(&file)
+                    .unwrap_or_else(|error| panic!("cannot read `{}`: {error}", file.display()));
+                if relative == Path::new(CATALOGUE_ROOT) {
+                    text.push_str("\ninclude \"generated.rules\"\n");
+                }
+                sources.insert(relative, text);
+            }
+        }
+    }
+    sources.insert("catalogue/generated.rules", generated);
+    sources
 }
 
 /// Every file of `directory` (relative to the repository root) whose name ends in
