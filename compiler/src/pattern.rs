@@ -459,25 +459,17 @@ mod tests {
 
     #[test]
     fn only_classes_case_folding_leaves_unchanged_leave_case_insensitive_matching() {
-        // Whitespace but a newline: no letter, so unchanged by folding.
-        assert_eq!(
-            prepare(r"(?i)a[^\S\n]b").unwrap().lowered,
-            r"(?i)a(?-i:[^[^\t\n\x0C\r ]\n])b"
-        );
-        // `k` folds to the Kelvin sign: the class must stay case-insensitive.
-        assert_eq!(
-            prepare(r"(?i)a[k[^\S]]b").unwrap().lowered,
-            r"(?i)a[k[^[^\t\n\x0C\r ]]]b"
-        );
-        // Not under `(?i)`, or turned off for the class: nothing to take out.
-        assert_eq!(
-            prepare(r"a[^\S\n]b").unwrap().lowered,
-            r"a[^[^\t\n\x0C\r ]\n]b"
-        );
-        assert_eq!(
-            prepare(r"(?i)x(?-i:a[^\S\n]b)").unwrap().lowered,
-            r"(?i)x(?-i:a[^[^\t\n\x0C\r ]\n]b)"
-        );
+        for (pattern, lowered) in [
+            // Whitespace but a newline: no letter, so unchanged by folding.
+            (r"(?i)a[^\S\n]b", r"(?i)a(?-i:[^[^\t\n\x0C\r ]\n])b"),
+            // `k` folds to the Kelvin sign: the class must stay case-insensitive.
+            (r"(?i)a[k[^\S]]b", r"(?i)a[k[^[^\t\n\x0C\r ]]]b"),
+            // Not under `(?i)`, or turned off for the class: nothing to take out.
+            (r"a[^\S\n]b", r"a[^[^\t\n\x0C\r ]\n]b"),
+            (r"(?i)x(?-i:a[^\S\n]b)", r"(?i)x(?-i:a[^[^\t\n\x0C\r ]\n]b)"),
+        ] {
+            assert_eq!(prepare(pattern).unwrap().lowered, lowered, "{pattern}");
+        }
         // The same set of matches as the class left under `(?i)`: the syntax trees are equal.
         for (pattern, left_folded) in [
             (r"(?i)a[^\S\n]+b", r"(?i)a[^[^\t\n\x0C\r ]\n]+b"),
