@@ -59,14 +59,7 @@ fn bundle() -> Bundle {
 }
 
 fn evidence(input: &Value) -> Evidence {
-    let fields: serde_json::Map<String, Value> = input
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, value)| !value.is_null() && *value != "")
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    serde_json::from_value(Value::Object(fields)).unwrap()
+    faultline_testkit::evidence_of(input)
 }
 
 fn strings(value: &Value) -> Vec<&str> {

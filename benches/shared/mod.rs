@@ -22,17 +22,9 @@ fn root() -> &'static Path {
     faultline_testkit::root()
 }
 
-/// Evidence from a JSON object, leaving out nulls and empty strings (as the conformance data
-/// writes absent fields).
+/// Evidence from a JSON object, leaving out nulls and empty strings.
 pub fn evidence(value: &Value) -> Evidence {
-    let fields: serde_json::Map<String, Value> = value
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, value)| !value.is_null() && *value != "")
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    serde_json::from_value(Value::Object(fields)).unwrap()
+    faultline_testkit::evidence_of(value)
 }
 
 pub fn jsonl(path: &Path) -> Vec<Value> {

@@ -30,15 +30,7 @@ pub fn synthetic_catalogue(rules: usize, edited: Option<(usize, usize)>) -> Stri
     let mut text = String::from(
         "catalogue \"synthetic\" version \"synthetic.v1\"\n\ntiers [provider, fallback]\n\n",
     );
-    for provider in 0..PROVIDERS {
-        let _ = writeln!(text, "provider \"p{provider}\"");
-    }
-    for code in 0..CODES {
-        let _ = write!(
-            text,
-            "\ncode code_{code} {{\n    class transient\n    flags [auto_retryable, fallback_allowed]\n    scope provider\n}}\n"
-        );
-    }
+    text.push_str(&declarations());
     text.push_str("\ncode unknown {\n    class unclassified\n    flags []\n    scope session\n}\n\nrule fallback.any {\n    code unknown\n    confidence low\n    tier fallback\n}\n");
     for index in 0..rules {
         let variant = match edited {
@@ -169,7 +161,7 @@ pub fn realistic_files(rules: usize) -> Vec<(String, String)> {
     let mut root = String::from(
         "catalogue \"realistic\" version \"realistic.v1\"\n\ntiers [provider, neutral, fallback]\n\n",
     );
-    root.push_str(&realistic_declarations());
+    root.push_str(&declarations());
     root.push_str("\ncode unknown {\n    class unclassified\n    flags []\n    scope session\n}\n\nrule fallback.any {\n    code unknown\n    confidence low\n    tier fallback\n}\n");
     let mut files = Vec::new();
     for provider in 0..PROVIDERS {
@@ -187,8 +179,8 @@ pub fn realistic_files(rules: usize) -> Vec<(String, String)> {
     files
 }
 
-/// The providers and codes realistic rules name.
-fn realistic_declarations() -> String {
+/// The providers and codes synthetic and realistic rules name.
+fn declarations() -> String {
     let mut text = String::new();
     for provider in 0..PROVIDERS {
         let _ = writeln!(text, "provider \"p{provider}\"");
@@ -206,7 +198,7 @@ fn realistic_declarations() -> String {
 /// (whose tiers include `provider` and `neutral`), with the providers and codes they name: how
 /// a real catalogue grows. Ranks start at `rank_base`, after the host catalogue's own.
 pub fn realistic_extension(rules: usize, rank_base: usize) -> String {
-    let mut text = realistic_declarations();
+    let mut text = declarations();
     for index in 0..rules {
         text.push('\n');
         text.push_str(&realistic_rule(index, rank_base));

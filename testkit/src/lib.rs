@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use faultline_compiler::{Compilation, Compiler};
 use faultline_dsl::{MemorySources, SourceProvider};
-use faultline_runtime::Bundle;
+use faultline_runtime::{Bundle, Evidence};
+use serde_json::Value;
 
 /// The repository root.
 pub fn root() -> &'static Path {
@@ -60,6 +61,20 @@ pub fn bundle_of(compilation: &Compilation) -> Bundle {
         .as_ref()
         .expect("a clean compilation has a bundle");
     Bundle::from_bytes(bytes).expect("a freshly built bundle loads")
+}
+
+/// Evidence from a JSON object, leaving out nulls and empty strings (as the Kandev conformance
+/// data writes absent fields).
+pub fn evidence_of(value: &Value) -> Evidence {
+    let fields: serde_json::Map<String, Value> = value
+        .as_object()
+        .expect("evidence is a JSON object")
+        .iter()
+        .filter(|(_, value)| !value.is_null() && *value != "")
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    serde_json::from_value(Value::Object(fields))
+        .unwrap_or_else(|error| panic!("not evidence: {error}: {value}"))
 }
 
 /// The root file of the repository's catalogue, relative to the repository root.
