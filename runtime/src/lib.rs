@@ -43,6 +43,7 @@
 pub mod build;
 mod bundle;
 mod evidence;
+mod literal_walk;
 mod policy;
 mod sanitize;
 mod structured;

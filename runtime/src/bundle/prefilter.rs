@@ -14,7 +14,13 @@
 //! many conjuncts, those searches cost more than the pass, and on ordinary text the larger
 //! automaton costs no more (both measured: see the README's benchmark section).
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
+use std::ops::ControlFlow;
+
+use aho_corasick::MatchKind as AcMatchKind;
+use aho_corasick::dfa::DFA;
+use aho_corasick::nfa::contiguous::NFA;
+
+use crate::literal_walk::LiteralWalk;
 
 use super::LoadError;
 use super::model::CatalogueModel;
@@ -27,7 +33,7 @@ const NON_ASCII_FOLDS: [char; 2] = ['\u{212A}', '\u{017F}'];
 #[derive(Debug)]
 pub(super) struct Prefilter {
     /// Every literal some conjunct needs, one pattern per distinct literal.
-    literals: Option<AhoCorasick>,
+    literals: Option<Literals>,
     /// Per literal pattern: the conjuncts that need it.
     needed_by: Vec<Vec<usize>>,
     /// Per conjunct: its rule, how many distinct literals it needs, and whether it gates.
@@ -74,44 +80,63 @@ impl Seen {
     }
 }
 
-/// An Aho-Corasick automaton over `literals`, for overlapping searches (every literal that
-/// occurs, not only leftmost ones), ASCII case-insensitive.
-fn automaton(literals: &[&str]) -> Result<Option<AhoCorasick>, LoadError> {
-    if literals.is_empty() {
-        return Ok(None);
-    }
-    let mut builder = AhoCorasickBuilder::new();
-    builder
-        .ascii_case_insensitive(true)
-        .match_kind(AcMatchKind::Standard)
-        .prefilter(false);
-    // An overlapping search cannot skip ahead, so a DFA (one table lookup per byte) is several
-    // times faster than the contiguous NFA the builder picks by itself for over 100 literals.
-    // Its size is bounded by the literals' total length; should it not build, the builder's own
-    // choice stands.
-    let built = builder
-        .clone()
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(literals)
-        .or_else(|_| builder.build(literals));
-    built
-        .map(Some)
-        .map_err(|error| LoadError::malformed(format!("prefilter: {error}")))
+/// The automaton over every conjunct literal, ASCII case-insensitive, walked for every
+/// literal that occurs ([`crate::literal_walk`]). A DFA, one table lookup per byte; its size
+/// is bounded by the literals' total length, and should it not build, a contiguous NFA (a few
+/// lookups per byte) stands in.
+#[derive(Debug)]
+enum Literals {
+    Dfa(LiteralWalk<DFA>),
+    Nfa(LiteralWalk<NFA>),
 }
 
-/// The conjuncts completed by the literals of `raw`, in one overlapping pass: `on_complete` is
-/// given each as it completes, and stops the pass by answering `true`.
+impl Literals {
+    fn new(literals: &[&str]) -> Result<Option<Literals>, LoadError> {
+        if literals.is_empty() {
+            return Ok(None);
+        }
+        let malformed =
+            |error: &dyn std::fmt::Display| LoadError::malformed(format!("prefilter: {error}"));
+        let dfa = DFA::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(AcMatchKind::Standard)
+            .prefilter(false)
+            .build(literals);
+        let built = match dfa {
+            Ok(dfa) => LiteralWalk::new(dfa).map(Literals::Dfa),
+            Err(_) => {
+                let nfa = NFA::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(AcMatchKind::Standard)
+                    .prefilter(false)
+                    .build(literals)
+                    .map_err(|error| malformed(&error))?;
+                LiteralWalk::new(nfa).map(Literals::Nfa)
+            }
+        };
+        built.map(Some).map_err(|error| malformed(&error))
+    }
+
+    fn walk(&self, text: &[u8], visit: impl FnMut(usize) -> ControlFlow<()>) -> ControlFlow<()> {
+        match self {
+            Literals::Dfa(walk) => walk.walk(text, visit),
+            Literals::Nfa(walk) => walk.walk(text, visit),
+        }
+    }
+}
+
+/// The conjuncts completed by the literals of `raw`, in one pass: `on_complete` is given each
+/// as it completes, and stops the pass by answering `true`.
 fn complete_conjuncts(
     prefilter: &Prefilter,
-    literals: &AhoCorasick,
+    literals: &Literals,
     raw: &str,
     mut on_complete: impl FnMut(&Conjunct) -> bool,
 ) -> bool {
     let mut seen = Seen::new(prefilter.needed_by.len());
-    for hit in literals.find_overlapping_iter(raw) {
-        let literal = hit.pattern().as_usize();
+    let flow = literals.walk(raw.as_bytes(), |literal| {
         if !seen.insert(literal) {
-            continue;
+            return ControlFlow::Continue(());
         }
         // A conjunct completes when its last literal is first seen, so once.
         for id in prefilter.needed_by.get(literal).into_iter().flatten() {
@@ -124,11 +149,12 @@ fn complete_conjuncts(
                 .all(|needed| seen.contains(*needed))
                 && on_complete(conjunct)
             {
-                return true;
+                return ControlFlow::Break(());
             }
         }
-    }
-    false
+        ControlFlow::Continue(())
+    });
+    flow.is_break()
 }
 
 impl Prefilter {
@@ -188,7 +214,7 @@ impl Prefilter {
             .filter(|rule| above_low(*rule))
             .collect();
         Ok(Prefilter {
-            literals: automaton(&texts)?,
+            literals: Literals::new(&texts)?,
             needed_by,
             conjuncts,
             fold_rules,

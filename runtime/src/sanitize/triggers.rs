@@ -8,16 +8,21 @@
 //! found by one Aho-Corasick automaton (the `aho-corasick` crate, already the `regex` crate's
 //! literal engine), matched in any ASCII case: a superset of every pass's own case rule, so a
 //! text it clears cannot match (an extra hit only runs a pass that then finds nothing). The
-//! opaque runs, which no literal announces, are found by probing every 32nd byte.
+//! automaton's states are walked ([`crate::literal_walk`]): only which triggers occur matters,
+//! not where, and ordinary text is full of `/`, `--` and `@`. The opaque runs, which no
+//! literal announces, are found by probing every 32nd byte.
 //!
 //! A pass's replacement can create a trigger that the text before it lacked, so after every
 //! pass that changed the text the redaction scans again around each replacement
 //! ([`scan_after`]).
 
-use std::ops::BitOr;
+use std::ops::{BitOr, ControlFlow};
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::MatchKind;
+use aho_corasick::dfa::DFA;
+
+use crate::literal_walk::LiteralWalk;
 
 /// A necessary condition of one or more redaction passes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,21 +177,38 @@ const LITERAL_TRIGGERS: Triggers = {
 /// characters are a subset).
 const OPAQUE_RUN_BYTES: usize = 32;
 
-/// All literals in one automaton. A DFA: the automaton is small, and the search is then one
-/// table step per byte. Every occurrence is reported (overlapping), so a literal inside another
-/// (`/` in `://`) is never hidden by it.
+/// All literals in one automaton. A DFA: the automaton is small, and the walk
+/// ([`crate::literal_walk`]) is then one table step per byte. Its match states list every
+/// literal ending there, so a literal inside another (`/` in `://`) is never hidden by it.
 #[expect(
     clippy::expect_used,
     reason = "the literals are constants of this module; every test builds the automaton"
 )]
-static LITERAL_AUTOMATON: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasick::builder()
+static LITERAL_AUTOMATON: LazyLock<LiteralWalk<DFA>> = LazyLock::new(|| {
+    let automaton = DFA::builder()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
-        .kind(Some(AhoCorasickKind::DFA))
+        .prefilter(false)
         .build(LITERALS.iter().map(|(literal, _)| literal))
-        .expect("constant redaction trigger literals")
+        .expect("constant redaction trigger literals");
+    LiteralWalk::new(automaton).expect("an automaton built for unanchored searches")
 });
+
+/// The triggers of the literals `text` holds, stopping once it holds all of `wanted`.
+fn literal_triggers(text: &[u8], wanted: Triggers) -> Triggers {
+    let mut found = Triggers::default();
+    let _ = LITERAL_AUTOMATON.walk(text, |pattern| {
+        if let Some((_, triggers)) = LITERALS.get(pattern) {
+            found = found | *triggers;
+        }
+        if found.covers(wanted) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    found
+}
 
 /// The triggers of `wanted` that `text` holds.
 pub(super) fn scan(text: &str, wanted: Triggers) -> Triggers {
@@ -196,14 +218,7 @@ pub(super) fn scan(text: &str, wanted: Triggers) -> Triggers {
         .union(Triggers::of(Trigger::AwsKeyId))
         .intersection(LITERAL_TRIGGERS);
     if !literals_wanted.is_empty() {
-        for hit in LITERAL_AUTOMATON.find_overlapping_iter(text) {
-            if let Some((_, triggers)) = LITERALS.get(hit.pattern().as_usize()) {
-                found = found | *triggers;
-            }
-            if found.covers(literals_wanted) {
-                break;
-            }
-        }
+        found = literal_triggers(text.as_bytes(), literals_wanted);
     }
     let runs_wanted = wanted.intersects(Trigger::OpaqueRun | Trigger::KeyInRun);
     if runs_wanted && has_opaque_run(text.as_bytes()) {
