@@ -56,6 +56,14 @@ mod redaction_reference;
 )]
 #[path = "../runtime/src/sanitize/triggers.rs"]
 mod redaction_triggers;
+/// The automaton walk the trigger scan uses (`crate::literal_walk` there).
+#[allow(
+    unused_imports,
+    dead_code,
+    reason = "`cargo bench --no-run` compiles the module's tests without running a harness"
+)]
+#[path = "../runtime/src/literal_walk.rs"]
+mod literal_walk;
 
 /// The input sets and criterion's medians, shared with `growth.rs` and `cli.rs`.
 #[path = "shared/mod.rs"]
