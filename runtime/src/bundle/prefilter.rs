@@ -6,8 +6,14 @@
 //! overlapping Aho-Corasick pass over the raw text finds every literal that occurs; a conjunct
 //! all of whose literals occur is complete. A gated rule none of whose conjuncts is complete
 //! cannot fire, so the rule walk (`super::classify`) skips it. The gate,
-//! [`crate::Bundle::may_classify`], runs the same pass over the conjuncts of the rules above low
-//! confidence, stopping at the first complete conjunct whose rule's guards hold.
+//! [`crate::Bundle::may_classify`], looks at the same conjuncts of the rules above low
+//! confidence, stopping at the first complete one whose rule's guards hold.
+//!
+//! The pass only records which literals occur; the conjuncts are looked at after it, each once,
+//! and only if its first literal (the compiler puts the most selective first) occurred. Looking
+//! at every conjunct of a literal when that literal is first seen cost more than the pass on
+//! error messages: their common words (`error`, `rate`, `limit`) are needed by dozens of
+//! conjuncts each.
 //!
 //! One pass over every literal, not a pass over each conjunct's first literal followed by a
 //! search for each of its other literals: on error messages, which complete or nearly complete
@@ -34,8 +40,8 @@ const NON_ASCII_FOLDS: [char; 2] = ['\u{212A}', '\u{017F}'];
 pub(super) struct Prefilter {
     /// Every literal some conjunct needs, one pattern per distinct literal.
     literals: Option<Literals>,
-    /// Per literal pattern: the conjuncts that need it.
-    needed_by: Vec<Vec<usize>>,
+    /// Per literal pattern: the conjuncts it is the first literal of.
+    first_of: Vec<Vec<usize>>,
     /// Per conjunct: its rule, how many distinct literals it needs, and whether it gates.
     conjuncts: Vec<Conjunct>,
     /// Rules admitted when the text holds a non-ASCII character folding to ASCII.
@@ -77,6 +83,21 @@ impl Seen {
         self.0
             .get(pattern / 64)
             .is_some_and(|word| word & (1 << (pattern % 64)) != 0)
+    }
+
+    /// The patterns seen, in ascending order.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(index, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(index * 64 + bit)
+            })
+        })
     }
 }
 
@@ -125,36 +146,34 @@ impl Literals {
     }
 }
 
-/// The conjuncts completed by the literals of `raw`, in one pass: `on_complete` is given each
-/// as it completes, and stops the pass by answering `true`.
+/// The conjuncts completed by the literals of `raw`: `on_complete` is given each, and stops
+/// the search by answering `true`.
 fn complete_conjuncts(
     prefilter: &Prefilter,
     literals: &Literals,
     raw: &str,
     mut on_complete: impl FnMut(&Conjunct) -> bool,
 ) -> bool {
-    let mut seen = Seen::new(prefilter.needed_by.len());
-    let flow = literals.walk(raw.as_bytes(), |literal| {
-        if !seen.insert(literal) {
-            return ControlFlow::Continue(());
-        }
-        // A conjunct completes when its last literal is first seen, so once.
-        for id in prefilter.needed_by.get(literal).into_iter().flatten() {
-            let Some(conjunct) = prefilter.conjuncts.get(*id) else {
-                continue;
-            };
-            if conjunct
-                .literals
-                .iter()
-                .all(|needed| seen.contains(*needed))
-                && on_complete(conjunct)
-            {
-                return ControlFlow::Break(());
-            }
-        }
+    let mut seen = Seen::new(prefilter.first_of.len());
+    let _ = literals.walk(raw.as_bytes(), |literal| {
+        seen.insert(literal);
         ControlFlow::Continue(())
     });
-    flow.is_break()
+    seen.iter().any(|literal| {
+        prefilter
+            .first_of
+            .get(literal)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| prefilter.conjuncts.get(*id))
+            .any(|conjunct| {
+                conjunct
+                    .literals
+                    .iter()
+                    .all(|needed| seen.contains(*needed))
+                    && on_complete(conjunct)
+            })
+    })
 }
 
 impl Prefilter {
@@ -174,10 +193,9 @@ impl Prefilter {
         // Patterns are numbered in order of first use.
         let mut pattern_of_literal = vec![None; model.literals.len()];
         let mut texts: Vec<&str> = Vec::new();
-        let mut needed_by: Vec<Vec<usize>> = Vec::new();
+        let mut first_of: Vec<Vec<usize>> = Vec::new();
         let mut conjuncts = Vec::with_capacity(model.requirements.len());
         for requirement in &model.requirements {
-            let id = conjuncts.len();
             let mut needs = Vec::new();
             for literal in &requirement.literals {
                 let (Some(slot), Some(entry)) = (
@@ -188,19 +206,17 @@ impl Prefilter {
                 };
                 let pattern = *slot.get_or_insert_with(|| {
                     texts.push(entry.literal.as_str());
-                    needed_by.push(Vec::new());
+                    first_of.push(Vec::new());
                     texts.len() - 1
                 });
-                if let Some(needers) = needed_by.get_mut(pattern)
-                    && needers.last() != Some(&id)
-                {
-                    needers.push(id);
+                if !needs.contains(&pattern) {
                     needs.push(pattern);
                 }
             }
-            if needs.is_empty() {
+            let Some(first) = needs.first().and_then(|first| first_of.get_mut(*first)) else {
                 continue;
-            }
+            };
+            first.push(conjuncts.len());
             let rule = requirement.rule as usize;
             conjuncts.push(Conjunct {
                 rule,
@@ -215,7 +231,7 @@ impl Prefilter {
             .collect();
         Ok(Prefilter {
             literals: Literals::new(&texts)?,
-            needed_by,
+            first_of,
             conjuncts,
             fold_rules,
             fold_gate_rules,
