@@ -198,21 +198,40 @@ pub fn with_id(answer: String, id: Option<&Value>) -> String {
 }
 
 /// An answer must stay one line whatever the input carried (a session name with a newline
-/// in it, say): line breaks and other control characters are written as escapes.
+/// in it, say): line breaks and other control characters are written as escapes (`\n`, `\r`,
+/// `\t`, else `\u00XX`), which are also JSON's: in a JSON answer, where serde has escaped the
+/// C0 controls already, DEL and the C1 controls (which JSON strings may hold raw) come out
+/// escaped and the answer stays valid JSON with the same values.
 pub fn one_line(answer: String) -> String {
-    if !answer.chars().any(char::is_control) {
+    // Every answer passes here, so the common case is a byte scan that the compiler can
+    // vectorize: C0 controls and DEL are single bytes, and the C1 controls (U+0080–U+009F) are
+    // encoded with the lead byte 0xC2. A 0xC2 that leads a printable character (`°`, a
+    // no-break space) only costs the exact check by characters.
+    let suspect = answer.bytes().fold(false, |suspect, byte| {
+        suspect | (byte < 0x20) | (byte == 0x7F) | (byte == 0xC2)
+    });
+    if !suspect || !answer.chars().any(char::is_control) {
         return answer;
     }
-    answer
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    let mut escaped = String::with_capacity(answer.len() + 16);
+    for c in answer.chars() {
+        if c.is_control() {
+            escaped.push_str(&escape(c));
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped
+}
+
+/// A control character as a JSON string escape (every control character is below U+00A0).
+fn escape(control: char) -> String {
+    match control {
+        '\n' => "\\n".to_owned(),
+        '\r' => "\\r".to_owned(),
+        '\t' => "\\t".to_owned(),
+        other => format!("\\u{:04x}", u32::from(other)),
+    }
 }
 
 #[cfg(test)]
@@ -228,6 +247,54 @@ mod tests {
         );
         assert_eq!(with_id("{}".to_owned(), Some(&id)), "{\"id\":\"req-7\"}");
         assert_eq!(with_id("text".to_owned(), Some(&id)), "text");
+    }
+
+    /// The plain definition: every control character escaped, everything else kept.
+    fn one_line_by_characters(answer: &str) -> String {
+        answer
+            .chars()
+            .map(|c| {
+                if c.is_control() {
+                    escape(c)
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_json_answer_with_raw_controls_stays_json_with_the_same_value() {
+        let value = Value::from("del \u{7F}, next line \u{85}, bell \u{7}, line\nbreak");
+        let answer = one_line(value.to_string());
+        assert!(!answer.chars().any(char::is_control), "{answer}");
+        assert_eq!(serde_json::from_str::<Value>(&answer).ok(), Some(value));
+    }
+
+    #[test]
+    fn answers_are_one_line_as_escaping_each_control_character_makes_them() {
+        for answer in [
+            "{\"a\":1}",
+            "a\nb\r\u{7}",
+            "del \u{7F}",
+            "c1 \u{85} and \u{9F}",
+            "printable after 0xC2: 45° \u{A0}nbsp ©",
+            "é ü 日本",
+            "",
+        ] {
+            assert_eq!(
+                one_line(answer.to_owned()),
+                one_line_by_characters(answer),
+                "{answer:?}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_line_agrees_with_its_plain_definition(answer in "(?s).{0,40}") {
+            proptest::prop_assert_eq!(one_line(answer.clone()), one_line_by_characters(&answer));
+        }
     }
 
     #[test]
