@@ -46,6 +46,14 @@ use faultline_compiler::reference::{Reference, field as text_field, guards_hold}
 use faultline_runtime::{Bundle, Evidence, EvidenceField, TextView, TextViews, holds_credential};
 use regex::{Regex, RegexSet};
 
+/// The automaton walk the trigger scan uses (`crate::literal_walk` there).
+#[allow(
+    unused_imports,
+    dead_code,
+    reason = "`cargo bench --no-run` compiles the module's tests without running a harness"
+)]
+#[path = "../runtime/src/literal_walk.rs"]
+mod literal_walk;
 /// The redaction before its trigger prefilter, and the prefilter alone: compiled into this
 /// benchmark from the runtime's sources, since neither is public API.
 #[path = "../runtime/src/sanitize/reference.rs"]
@@ -56,14 +64,6 @@ mod redaction_reference;
 )]
 #[path = "../runtime/src/sanitize/triggers.rs"]
 mod redaction_triggers;
-/// The automaton walk the trigger scan uses (`crate::literal_walk` there).
-#[allow(
-    unused_imports,
-    dead_code,
-    reason = "`cargo bench --no-run` compiles the module's tests without running a harness"
-)]
-#[path = "../runtime/src/literal_walk.rs"]
-mod literal_walk;
 
 /// The input sets and criterion's medians, shared with `growth.rs` and `cli.rs`.
 #[path = "shared/mod.rs"]
@@ -741,23 +741,31 @@ mod vectorscan {
     }
 }
 
-/// faultline alone on each long text: classification, and the redaction of the text rules read.
+/// Each long text: faultline's classification against Vectorscan's (both read the text views:
+/// the last MiB of the text, and its redaction), and the redaction of the text rules read.
+/// The reference interpreter and the `RegexSet` engine are left out: they take seconds per
+/// text, and their agreement is checked, once, before anything is timed.
 fn bench_long_texts(c: &mut Criterion, engines: &Engines, inputs: &[(&'static str, Evidence)]) {
     for (name, input) in inputs {
-        let runs: Vec<Run<'_>> = vec![
-            (
-                "faultline",
-                Box::new(|input| {
-                    black_box(engines.bundle.classify(input));
-                }),
-            ),
-            (
-                "sanitize_only",
-                Box::new(|input| {
-                    black_box(TextViews::new(input).into_sanitized());
-                }),
-            ),
-        ];
+        let mut runs: Vec<Run<'_>> = vec![(
+            "faultline",
+            Box::new(|input| {
+                black_box(engines.bundle.classify(input));
+            }),
+        )];
+        #[cfg(feature = "vectorscan")]
+        runs.push((
+            "vectorscan",
+            Box::new(|input| {
+                black_box(engines.vectorscan.classify(input));
+            }),
+        ));
+        runs.push((
+            "sanitize_only",
+            Box::new(|input| {
+                black_box(TextViews::new(input).into_sanitized());
+            }),
+        ));
         bench_group(c, name, std::slice::from_ref(input), runs);
     }
 }
@@ -1064,8 +1072,7 @@ fn main() {
     }
     let long = long_texts(&errors);
     for (name, input) in &long {
-        let classification = engines.bundle.classify(input);
-        eprintln!("{name}: classifies as `{}`", classification.rule);
+        assert_agreement(&engines, name, std::slice::from_ref(input));
     }
     bench_long_texts(&mut criterion, &engines, &long);
     criterion.final_summary();

@@ -302,6 +302,7 @@ pub fn long_texts(errors: &[Evidence]) -> Vec<(&'static str, Evidence)> {
     let ending = error.stderr.clone().unwrap_or_default();
     let mut inputs = Vec::new();
     for (name, bytes) in [
+        ("long_text_64k_log", 64 << 10),
         ("long_text_256k_log", 256 << 10),
         ("long_text_1m_log", 1 << 20),
         ("long_text_4m_log", 4 << 20),
