@@ -44,7 +44,7 @@ use faultline_compiler::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, Te
 use faultline_compiler::priority::Priority;
 use faultline_compiler::reference::{Reference, field as text_field, guards_hold};
 use faultline_runtime::{Bundle, Evidence, EvidenceField, TextView, TextViews, holds_credential};
-use regex::{Regex, RegexSet};
+use regex::{Regex, RegexSet, RegexSetBuilder};
 
 /// The automaton walk the trigger scan uses (`crate::literal_walk` there).
 #[allow(
@@ -381,7 +381,15 @@ impl RegexSetEngine {
         let sets = plan
             .patterns
             .iter()
-            .map(|patterns| RegexSet::new(patterns).unwrap())
+            // The default 10 MiB compiled-size limit no longer holds every pattern of a view in
+            // one set; this engine is a yardstick, so it gets room.
+            .map(|patterns| {
+                RegexSetBuilder::new(patterns)
+                    .size_limit(1 << 30)
+                    .dfa_size_limit(1 << 30)
+                    .build()
+                    .unwrap()
+            })
             .collect();
         RegexSetEngine { plan, sets }
     }
