@@ -3,7 +3,7 @@
 //!
 //! The compiler records, for every gated rule, conjuncts of literals (ASCII-lowercase, compared
 //! case-insensitively): any match of the rule holds every literal of at least one of them. One
-//! overlapping Aho-Corasick pass over the raw text finds every literal that occurs; a conjunct
+//! Aho-Corasick pass over the raw text finds every literal that occurs; a conjunct
 //! all of whose literals occur is complete. A gated rule none of whose conjuncts is complete
 //! cannot fire, so the rule walk (`super::classify`) skips it. The gate,
 //! [`crate::Bundle::may_classify`], looks at the same conjuncts of the rules above low
@@ -67,15 +67,10 @@ impl Seen {
         Seen(vec![0; patterns.div_ceil(64)])
     }
 
-    /// Marks `pattern` seen; whether it was not before.
-    fn insert(&mut self, pattern: usize) -> bool {
-        let bit = 1 << (pattern % 64);
-        match self.0.get_mut(pattern / 64) {
-            Some(word) if *word & bit == 0 => {
-                *word |= bit;
-                true
-            }
-            _ => false,
+    /// Marks `pattern` seen.
+    fn insert(&mut self, pattern: usize) {
+        if let Some(word) = self.0.get_mut(pattern / 64) {
+            *word |= 1 << (pattern % 64);
         }
     }
 
@@ -267,8 +262,8 @@ impl Prefilter {
     }
 
     /// Whether some rule above low confidence that the raw text admits (or that a non-ASCII
-    /// case fold may hide a literal of) passes `accept`. It stops at the first rule accepted,
-    /// so that text which may classify is often read only in part.
+    /// case fold may hide a literal of) passes `accept`. The text is read whole (the walk only
+    /// records literals); the conjuncts are then looked at until the first rule accepted.
     pub(super) fn any_admitted(&self, raw: &str, mut accept: impl FnMut(usize) -> bool) -> bool {
         if self.folds(raw) && self.fold_gate_rules.iter().any(|rule| accept(*rule)) {
             return true;
