@@ -18,6 +18,9 @@ use serde_json::json;
 #[global_allocator]
 static ALLOCATOR: PeakAlloc = PeakAlloc;
 
+/// The allocator counts every thread's bytes: the tests measure one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Ordinary build output with secrets, ids, URLs and paths every few KiB, `bytes` long, then the
 /// error the agent died of on its last line.
 fn log_ending_in_an_error(bytes: usize) -> String {
@@ -56,6 +59,7 @@ fn peak_extra(bundle: &Bundle, evidence: &Evidence) -> (usize, String) {
 
 #[test]
 fn one_classification_holds_a_bounded_window_of_its_text() {
+    let _alone = ONE_AT_A_TIME.lock();
     let bundle = catalogue_bundle();
     // Every rule that the big texts reach compiles its pattern on first use: a text of the
     // same lines, just over the window, compiles them before anything is measured.
@@ -83,6 +87,45 @@ fn one_classification_holds_a_bounded_window_of_its_text() {
         );
     }
     // Independent of the text's length: a text four times longer costs no more.
+    if let [(_, small), (_, large)] = peaks.as_slice() {
+        assert!(
+            large.abs_diff(*small) < (64 << 10),
+            "the peak grew with the text: {small} → {large}"
+        );
+    }
+}
+
+/// A coloured log with Windows line ends is read as a terminal shows it: one more copy of the
+/// matched window (the shown text), still independent of the text's length.
+#[test]
+fn a_coloured_log_holds_one_more_window() {
+    let _alone = ONE_AT_A_TIME.lock();
+    let bundle = catalogue_bundle();
+    let coloured = |bytes: usize| {
+        log_ending_in_an_error(bytes)
+            .replace("warning:", "\u{1b}[33mwarning\u{1b}[0m:")
+            .replace('\n', "\r\n")
+    };
+    let _ = bundle.classify(&evidence(&coloured(MAX_MATCHED_BYTES + (256 << 10))));
+
+    let mut peaks = Vec::new();
+    for bytes in [8 << 20, 32 << 20] {
+        let evidence = evidence(&coloured(bytes));
+        let (peak, code) = peak_extra(&bundle, &evidence);
+        assert_eq!(
+            code, "provider_overloaded",
+            "the coloured log of {bytes} bytes"
+        );
+        peaks.push((bytes, peak));
+    }
+    eprintln!("peak extra bytes of one classification of a coloured log: {peaks:?}");
+    let bound = 3 * MAX_MATCHED_BYTES;
+    for (bytes, peak) in &peaks {
+        assert!(
+            peak < &bound,
+            "a {bytes}-byte coloured text peaked at {peak} ≥ {bound}"
+        );
+    }
     if let [(_, small), (_, large)] = peaks.as_slice() {
         assert!(
             large.abs_diff(*small) < (64 << 10),

@@ -23,6 +23,8 @@ use crate::evidence::Evidence;
 use crate::sanitize::{self, MAX_EXCERPT_BYTES};
 use crate::vocab::TextView;
 
+mod terminal;
+
 /// The most text rules match: the last mebibyte of the evidence text.
 pub const MAX_MATCHED_BYTES: usize = 1 << 20;
 /// How far before the matched tail the redaction reads, for the markers of secrets cut by it.
@@ -60,6 +62,7 @@ impl<'a> TextViews<'a> {
             let start = tail_start(&window, window.len().saturating_sub(MAX_MATCHED_BYTES));
             (window, start)
         };
+        let (window, start) = shown_window(window, start);
         TextViews {
             window,
             start,
@@ -86,8 +89,9 @@ impl<'a> TextViews<'a> {
                 tail_start(window, window.len().saturating_sub(MAX_MATCHED_BYTES)),
             )
         };
+        let (window, start) = shown_window(Cow::Borrowed(window), start);
         TextViews {
-            window: Cow::Borrowed(window),
+            window,
             start,
             len: text.len(),
             sanitized: OnceCell::new(),
@@ -238,6 +242,21 @@ pub(crate) fn ceil_boundary(text: &str, at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+/// The window (the context, then the tail from `start`) as a terminal shows it
+/// ([`terminal`]), with `start` moved to where the tail landed. Context and tail are shown
+/// apart so that the tail's start stays a line start.
+fn shown_window(window: Cow<'_, str>, start: usize) -> (Cow<'_, str>, usize) {
+    if !terminal::changes(&window) {
+        return (window, start);
+    }
+    let context = terminal::shown(window.get(..start).unwrap_or(""));
+    let tail = terminal::shown(window.get(start..).unwrap_or(""));
+    let mut shown = String::with_capacity(context.len() + tail.len());
+    shown.push_str(&context);
+    shown.push_str(&tail);
+    (Cow::Owned(shown), context.len())
 }
 
 #[cfg(test)]
