@@ -78,6 +78,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/agents/amp.rules"),
     ),
     (
+        "agents/apps.rules",
+        include_str!("../../catalogue/agents/apps.rules"),
+    ),
+    (
         "agents/cursor.rules",
         include_str!("../../catalogue/agents/cursor.rules"),
     ),
