@@ -9,7 +9,11 @@ use faultline_dsl::{Diagnostic, SourceFile, SyntaxFile};
 
 /// The database trait the compiler's queries run against.
 #[salsa::db]
-pub trait Db: salsa::Database {}
+pub trait Db: salsa::Database {
+    /// Another handle on the same storage, for a worker thread: what either computes is
+    /// memoized for both.
+    fn fork(&self) -> Box<dyn Db>;
+}
 
 /// The concrete database. Keep one per session to reuse work across compilations.
 #[salsa::db]
@@ -28,7 +32,11 @@ impl std::fmt::Debug for Database {
 impl salsa::Database for Database {}
 
 #[salsa::db]
-impl Db for Database {}
+impl Db for Database {
+    fn fork(&self) -> Box<dyn Db> {
+        Box::new(self.clone())
+    }
+}
 
 /// One source file's text, as the session last read it.
 #[salsa::input(debug)]
@@ -124,8 +132,9 @@ pub struct QueryKey<'db> {
     pub wanted: usize,
     /// Product states the search may explore.
     pub max_states: usize,
-    /// Budgets of each component automaton: (first exact, exact, determinize, NFA), in bytes.
-    pub component_budget: (usize, usize, usize, usize),
+    /// Budgets of each component automaton: (first exact, exact, widened limit, determinize,
+    /// NFA), in bytes.
+    pub component_budget: (usize, usize, usize, usize, usize),
 }
 
 /// A pattern's text, interned.

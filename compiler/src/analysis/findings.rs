@@ -20,6 +20,15 @@ enum Shadowing {
 }
 
 impl Analyzer<'_> {
+    /// The first inline example of the rule on which `holds`: a witness the author already
+    /// wrote, verified by the compiled classifier like any found one, which spares the product
+    /// search (the costliest queries are the liveness and shadowing searches of rules with
+    /// many vetoes).
+    fn example_witness(&self, index: RuleIndex, holds: impl Fn(&Evidence) -> bool) -> bool {
+        self.rule(index)
+            .is_some_and(|rule| rule.examples.iter().any(|example| holds(&example.evidence)))
+    }
+
     /// Whether a rule fires on some evidence, as the dead-rule check decides it (a rule it
     /// cannot decide counts as live).
     pub(super) fn fires_somewhere(&self, index: RuleIndex) -> bool {
@@ -30,6 +39,9 @@ impl Analyzer<'_> {
             return false;
         }
         if text.components.is_empty() && rule.matchers.is_empty() {
+            return true;
+        }
+        if self.example_witness(index, |evidence| self.bundle.fires(index, evidence)) {
             return true;
         }
         let components: Vec<&Component> = text.components.iter().collect();
@@ -57,10 +69,18 @@ impl Analyzer<'_> {
                 continue;
             }
             let components: Vec<&Component> = text.components.iter().collect();
-            match self.verified(&[index], &components, |evidence| {
-                self.bundle.fires(index, evidence)
-            }) {
-                Ok(Some(_)) => {}
+            let fires_on_example =
+                self.example_witness(index, |evidence| self.bundle.fires(index, evidence));
+            let found = if fires_on_example {
+                Ok(Some(()))
+            } else {
+                self.verified(&[index], &components, |evidence| {
+                    self.bundle.fires(index, evidence)
+                })
+                .map(|witness| witness.map(|_| ()))
+            };
+            match found {
+                Ok(Some(())) => {}
                 Ok(None) => {
                     if let Some(slot) = live.get_mut(index.as_usize()) {
                         *slot = false;
@@ -167,6 +187,11 @@ impl Analyzer<'_> {
                 continue;
             }
             let id = rule.id.clone();
+            if self.example_witness(index, |evidence| {
+                self.bundle.fires(index, evidence) && self.bundle.classify(evidence).rule == id
+            }) {
+                continue;
+            }
             let mut excluded: Vec<Component> = Vec::new();
             let mut covering_rules: Vec<RuleIndex> = Vec::new();
             let mut verdict: Option<Shadowing> = None;
@@ -340,6 +365,44 @@ mod tests {
                 .iter()
                 .any(|note| note.starts_with("witness") && note.contains("overloaded")),
             "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn an_example_the_rule_wins_on_shows_it_alive_without_a_search() {
+        // The shortest witness needs more product states than this budget allows, so the
+        // search alone cannot decide; the rule's own example, confirmed by the classifier, can.
+        let budget = crate::AnalysisBudget {
+            max_states: 8,
+            ..crate::AnalysisBudget::default()
+        };
+        let compile_with_budget = |rules: &str| {
+            Compiler::new()
+                .analysis_budget(budget)
+                .compile(&loaded(&catalogue(rules)))
+                .diagnostics
+        };
+        let with_example = compile_with_budget(&rule(
+            "test.long.v1",
+            "overloaded",
+            "    match regex r\"[a-z]{12}[0-9]\"",
+            "abcdefghijkl9",
+        ));
+        assert!(
+            found(&with_example, Code::AnalysisBudget).is_empty(),
+            "{with_example:#?}"
+        );
+        // With an example it does not fire on (itself an error), the search must decide, and
+        // cannot within the budget.
+        let without_example = compile_with_budget(
+            "\nrule test.long.v1 {\n    code overloaded\n    confidence high\n    tier main\n    match regex r\"[a-z]{12}[0-9]\"\n    example \"too short9\"\n    counterexample \"nothing to see\"\n}\n",
+        );
+        let undecided = found(&without_example, Code::AnalysisBudget);
+        assert!(
+            undecided
+                .iter()
+                .any(|(label, _, _)| label == "test.long.v1"),
+            "{without_example:#?}"
         );
     }
 

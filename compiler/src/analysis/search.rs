@@ -24,12 +24,15 @@ pub(super) struct Automaton {
 }
 
 /// The budgets a component automaton is built under: the analysis's own size budget, and the
-/// lowering's (whose exact attempt at the same pattern is shared), determinization and NFA
-/// budgets.
+/// lowering's (whose exact and widened attempts at the same pattern are shared), determinization
+/// and NFA budgets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ComponentBudget {
     first: usize,
     budget: usize,
+    /// The limit the widened attempt is built under: the lowering's, when larger, so that the
+    /// lowering's widened DFA is reused; [`automaton`] then holds it to `budget`.
+    wide: usize,
     determinize: usize,
     nfa: usize,
 }
@@ -39,6 +42,7 @@ impl ComponentBudget {
         ComponentBudget {
             first: lowering.pattern_dfa_bytes,
             budget: analysis.component_dfa_bytes,
+            wide: analysis.component_dfa_bytes.max(lowering.view_dfa_bytes),
             determinize: lowering.determinize_bytes,
             nfa: lowering.nfa_bytes,
         }
@@ -50,22 +54,29 @@ impl ComponentBudget {
             pattern.to_owned(),
             self.first,
             self.budget,
-            self.budget,
+            self.wide,
             self.determinize,
             self.nfa,
         )
     }
 
-    pub(super) fn as_tuple(&self) -> (usize, usize, usize, usize) {
-        (self.first, self.budget, self.determinize, self.nfa)
+    pub(super) fn as_tuple(&self) -> (usize, usize, usize, usize, usize) {
+        (
+            self.first,
+            self.budget,
+            self.wide,
+            self.determinize,
+            self.nfa,
+        )
     }
 
     pub(super) fn from_tuple(
-        (first, budget, determinize, nfa): (usize, usize, usize, usize),
+        (first, budget, wide, determinize, nfa): (usize, usize, usize, usize, usize),
     ) -> Self {
         ComponentBudget {
             first,
             budget,
+            wide,
             determinize,
             nfa,
         }
@@ -79,6 +90,11 @@ fn automaton<'db>(
     key: PatternKey<'db>,
 ) -> Result<(Arc<Automaton>, bool), AutomatonError> {
     let built = crate::lower::alone(db, key)?;
+    // A widened DFA may have been built under the lowering's larger limit (to share it).
+    let budget = *key.budget(db);
+    if built.dfa.memory_usage() > budget {
+        return Err(AutomatonError::Dfa { limit: budget });
+    }
     let start = built
         .dfa
         .start_state(&start::Config::new().anchored(Anchored::No))
@@ -181,7 +197,62 @@ fn search_query<'db>(db: &'db dyn Db, key: QueryKey<'db>) -> ViewSearch {
             Err(_) => return ViewSearch::Exhausted,
         }
     }
+    if let Some(joined) = joined_witness(db, key, &automata) {
+        return ViewSearch::Witnesses(vec![joined]);
+    }
     breadth_first(&automata, *key.wanted(db), *key.max_states(db))
+}
+
+/// For one witness of a query whose components must all match: each component's own shortest
+/// witness, joined by line breaks, when that text satisfies every component. Matches anywhere
+/// mostly survive being joined (an anchor such as `\z` may not, hence the check), and the
+/// search of several unanchored components at once is the costliest kind (an `unless` tested
+/// against its rule's matchers), while each alone is cheap and shared.
+fn joined_witness(
+    db: &dyn Db,
+    key: QueryKey<'_>,
+    automata: &[(Arc<Automaton>, Polarity)],
+) -> Option<String> {
+    let components = key.components(db);
+    if *key.wanted(db) != 1 || components.len() < 2 || components.iter().any(|(_, must, _)| !must) {
+        return None;
+    }
+    let mut parts = Vec::with_capacity(components.len());
+    for component in components {
+        let alone = QueryKey::new(
+            db,
+            vec![component.clone()],
+            1,
+            *key.max_states(db),
+            *key.component_budget(db),
+        );
+        match search_query(db, alone) {
+            ViewSearch::Witnesses(found) => parts.push(found.first()?.clone()),
+            _ => return None,
+        }
+    }
+    let joined = parts.join("\n");
+    automata
+        .iter()
+        .all(|(automaton, _)| automaton.matches_somewhere(joined.as_bytes()))
+        .then_some(joined)
+}
+
+impl Automaton {
+    /// Whether the automaton matches somewhere in `text`, read as the product search reads it.
+    fn matches_somewhere(&self, text: &[u8]) -> bool {
+        let mut state = self.start;
+        for &byte in text {
+            state = self.dfa.next_state(state, byte);
+            if self.dfa.is_match_state(state) {
+                return true;
+            }
+            if self.dfa.is_dead_state(state) {
+                return false;
+            }
+        }
+        self.dfa.is_match_state(self.dfa.next_eoi_state(state))
+    }
 }
 
 /// Hashes the search's product states (short vectors of state ids) with a multiply-rotate mix:
@@ -616,6 +687,26 @@ mod tests {
             panic!("`é` exists");
         };
         assert_eq!(found, ["é"]);
+    }
+
+    #[test]
+    fn musts_alone_are_joined_and_the_join_is_checked() {
+        // Each alone is short; together, the breadth-first search would need both words in one
+        // text. The joined witness is each one's own, a line apart.
+        assert_eq!(
+            search(&[("overloaded", true), ("529", true)], 1, 100_000),
+            ViewSearch::Witnesses(vec!["overloaded\n529".to_owned()])
+        );
+        // `\z` is defeated by the join ("a" then "b"), so the search finds one text for both.
+        assert_eq!(
+            search(&[(r"a\z", true), ("b", true)], 1, 100_000),
+            ViewSearch::Witnesses(vec!["ba".to_owned()])
+        );
+        // The join never turns an empty query into a witness.
+        assert_eq!(
+            search(&[(r"\Aa\z", true), (r"\Ab\z", true)], 1, 10_000),
+            ViewSearch::Empty
+        );
     }
 
     #[test]

@@ -209,16 +209,27 @@ pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, Automaton
             approximate: false,
         }),
         Err(_) => {
+            let widened = |budget: usize| {
+                let key = ExactKey::new(
+                    db,
+                    text.clone(),
+                    true,
+                    budget,
+                    budget.saturating_mul(4).min(determinize),
+                    nfa,
+                );
+                exact_dfa(db, key).clone()
+            };
+            // Like the exact attempt, the widened one is first made under the shared `first`
+            // budget, so that the lowering and the analysis (whose widened budgets differ)
+            // build most widened patterns once.
             let wide = *key.wide_budget(db);
-            let key = ExactKey::new(
-                db,
-                text.clone(),
-                true,
-                wide,
-                wide.saturating_mul(4).min(determinize),
-                nfa,
-            );
-            let dfa = exact_dfa(db, key).clone()?;
+            let shared = (*key.first(db)).min(wide);
+            let mut built = widened(shared);
+            if built.is_err() && shared < wide {
+                built = widened(wide);
+            }
+            let dfa = built?;
             Ok(Alone {
                 dfa,
                 hir: widen(&hir),

@@ -262,6 +262,53 @@ fn runtime_regexes(rule: &RuleDef) -> Vec<(String, Span)> {
 
 /// One attempt at lowering the included rules: the lowering, or every rule that must be left
 /// out with its diagnostic.
+/// The key a pattern is prepared under by the lowering.
+fn pattern_key<'db>(db: &'db dyn Db, pattern: &str, budget: &Budget) -> PatternKey<'db> {
+    PatternKey::new(
+        db,
+        pattern.to_owned(),
+        budget.pattern_dfa_bytes,
+        budget.pattern_dfa_bytes,
+        budget.view_dfa_bytes,
+        budget.determinize_bytes,
+        budget.nfa_bytes,
+    )
+}
+
+/// Threads that prepare patterns at once. Each build may hold the memory one pattern is
+/// allowed (docs/bundle.md, "Memory ceiling"), so this also multiplies that ceiling.
+const PREPARE_THREADS: usize = 2;
+
+/// Prepares the patterns on worker threads ahead of the lowering, which then finds them
+/// memoized: the builds are independent of one another and are most of a check's time. Where
+/// threads are unavailable, the lowering simply builds them itself.
+fn prepare_in_parallel(db: &dyn Db, patterns: &[&str], budget: &Budget) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(PREPARE_THREADS)
+        .min(patterns.len());
+    if threads < 2 {
+        return;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let fork = db.fork();
+            let next = &next;
+            let worker = move || {
+                while let Some(pattern) =
+                    patterns.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    // Errors are reported by the lowering, which reads the memoized result.
+                    let _ = prepared(&*fork, pattern_key(&*fork, pattern, budget));
+                }
+            };
+            // A thread that cannot be spawned leaves its patterns to the others or the lowering.
+            let _ = std::thread::Builder::new().spawn_scoped(scope, worker);
+        }
+    });
+}
+
 fn lower_included(
     db: &dyn Db,
     catalogue: &Catalogue,
@@ -328,20 +375,19 @@ fn lower_included(
         uses.iter()
             .all(|(rule_index, _)| gated.get(rule_index.as_usize()).copied().unwrap_or(false))
     };
+    let mut all_patterns: Vec<&str> = view_patterns
+        .values()
+        .flatten()
+        .map(|(pattern, _)| pattern.as_str())
+        .collect();
+    // Longest first, a rough proxy for the costliest: the last build to start ends the wait.
+    all_patterns.sort_by_key(|pattern| std::cmp::Reverse(pattern.len()));
+    prepare_in_parallel(db, &all_patterns, budget);
     let mut prepared_views: Vec<(TextView, Vec<Prepared>)> = Vec::new();
     for (view, patterns) in &view_patterns {
         let mut prepared_patterns = Vec::new();
         for (pattern, uses) in patterns {
-            let key = PatternKey::new(
-                db,
-                pattern.clone(),
-                budget.pattern_dfa_bytes,
-                budget.pattern_dfa_bytes,
-                budget.view_dfa_bytes,
-                budget.determinize_bytes,
-                budget.nfa_bytes,
-            );
-            match prepared(db, key) {
+            match prepared(db, pattern_key(db, pattern, budget)) {
                 Ok(p) => {
                     // The runtime confirms every hit of a widened pattern with its exact regex,
                     // and searches a pattern without a DFA with it.
