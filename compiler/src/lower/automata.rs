@@ -163,12 +163,7 @@ pub(crate) fn exact_dfa<'db>(
         determinize: *key.determinize(db),
         nfa: *key.nfa(db),
     };
-    let t0 = std::time::Instant::now();
-    let r = build_dfa(std::slice::from_ref(&hir), limits).map(Arc::new);
-    if std::env::var_os("FL_TIME").is_some() {
-        eprintln!("DFATIME\t{}\t{}\t{}\t{}\t{}", t0.elapsed().as_micros(), limits.dfa, *key.widened(db), r.as_ref().map(|d| d.memory_usage()).unwrap_or(0), key.text(db).chars().take(150).collect::<String>().replace('\t'," "));
-    }
-    r
+    build_dfa(std::slice::from_ref(&hir), limits).map(Arc::new)
 }
 
 /// A pattern's DFA alone, as [`alone`] builds it.
