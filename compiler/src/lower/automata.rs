@@ -185,17 +185,21 @@ pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, Automaton
     let text = key.text(db);
     let hir = parsed_hir(db, text)?;
     let (determinize, nfa) = (*key.determinize(db), *key.nfa(db));
-    let exact = |budget: usize| {
-        let attempt = exact_attempt_budget(&hir, budget);
+    // One attempt under a DFA size limit; determinization may use `scratch` times that.
+    let attempt = |widened: bool, limit: usize, scratch: usize| {
         let key = ExactKey::new(
             db,
             text.clone(),
-            false,
-            attempt,
-            attempt.saturating_mul(2).min(determinize),
+            widened,
+            limit,
+            limit.saturating_mul(scratch).min(determinize),
             nfa,
         );
-        (attempt, exact_dfa(db, key).clone())
+        exact_dfa(db, key).clone()
+    };
+    let exact = |budget: usize| {
+        let limit = exact_attempt_budget(&hir, budget);
+        (limit, attempt(false, limit, 2))
     };
     let budget = *key.budget(db);
     let (first_attempt, mut exact_result) = exact((*key.first(db)).min(budget));
@@ -209,25 +213,14 @@ pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, Automaton
             approximate: false,
         }),
         Err(_) => {
-            let widened = |budget: usize| {
-                let key = ExactKey::new(
-                    db,
-                    text.clone(),
-                    true,
-                    budget,
-                    budget.saturating_mul(4).min(determinize),
-                    nfa,
-                );
-                exact_dfa(db, key).clone()
-            };
             // Like the exact attempt, the widened one is first made under the shared `first`
             // budget, so that the lowering and the analysis (whose widened budgets differ)
             // build most widened patterns once.
             let wide = *key.wide_budget(db);
             let shared = (*key.first(db)).min(wide);
-            let mut built = widened(shared);
+            let mut built = attempt(true, shared, 4);
             if built.is_err() && shared < wide {
-                built = widened(wide);
+                built = attempt(true, wide, 4);
             }
             let dfa = built?;
             Ok(Alone {
