@@ -576,9 +576,37 @@ fn assignments(text: &str, edits: &mut Vec<Edit>) {
 /// level deeper): the value then ends at the first quote escaped the same way, counting the
 /// backslashes the inner escaping adds (a quote preceded by `n + k·2(n+1)` backslashes closes a
 /// value opened by `n` of them).
+///
+/// A value can hold another secret key's assignment whose own value runs further
+/// (`token: https://host/"password": "two words"`): the value then runs to the end of that one,
+/// so that no key swallowed by the first value leaves its own value behind.
 fn scan_value(text: &str, start: usize) -> usize {
-    if let Some(end) = quoted_end(text, start) {
-        return end;
+    let (mut unquoted_from, mut end) = value_extent(text, start);
+    // Each round moves `unquoted_from` forward, so the loop ends; a nested key found in the value
+    // is matched again in the whole text to take the blanks after its `:`/`=`.
+    while let Some(nested) = text
+        .get(..end)
+        .and_then(|value| ASSIGNMENT_KEY.find_at(value, unquoted_from))
+    {
+        let Some(assignment) = ASSIGNMENT_KEY.find_at(text, nested.start()) else {
+            break;
+        };
+        let (nested_unquoted_from, nested_end) = value_extent(text, assignment.end());
+        if nested_end <= end {
+            unquoted_from = nested.end().max(unquoted_from + 1);
+            continue;
+        }
+        end = nested_end;
+        unquoted_from = nested_unquoted_from.max(unquoted_from + 1);
+    }
+    end
+}
+
+/// Where the unquoted part of a value starting at `start` begins (after a closing quote, or
+/// `start` itself), and where the value ends, not looking inside it for further assignments.
+fn value_extent(text: &str, start: usize) -> (usize, usize) {
+    if let Some(quoted) = quoted_end(text, start) {
+        return quoted;
     }
     // Not quoted, or an unterminated quote: a bare value.
     let rest = text.get(start..).unwrap_or("");
@@ -588,13 +616,13 @@ fn scan_value(text: &str, start: usize) -> usize {
         .trim_end_matches([',', ';'])
         .trim_end_matches(['}', ']', ')', '>'])
         .trim_end_matches([',', ';']);
-    start + trimmed.len()
+    (start, start + trimmed.len())
 }
 
-/// The end of a quoted value starting at `start`, if it is one and its quote closes on its line,
-/// with what is glued to the closing quote (`"abc"def` is one value, as a shell reads it), up
-/// to a blank or a JSON delimiter.
-fn quoted_end(text: &str, start: usize) -> Option<usize> {
+/// Where the closing quote of a quoted value starting at `start` ends, and where the value ends
+/// (with what is glued to that quote: `"abc"def` is one value, as a shell reads it, up to a
+/// blank or a JSON delimiter), if it is one and its quote closes on its line.
+fn quoted_end(text: &str, start: usize) -> Option<(usize, usize)> {
     let bytes = text.get(start..).unwrap_or("").as_bytes();
     let opening = bytes.iter().take_while(|b| **b == b'\\').count();
     let &quote = bytes.get(opening).filter(|b| matches!(b, b'"' | b'\''))?;
@@ -615,7 +643,7 @@ fn quoted_end(text: &str, start: usize) -> Option<usize> {
                                 && !matches!(b, b'"' | b'\'' | b'\\')
                         })
                         .count();
-                    return Some(start + index + 1 + glued);
+                    return Some((start + index + 1, start + index + 1 + glued));
                 }
                 run = 0;
             }

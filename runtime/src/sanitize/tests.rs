@@ -515,3 +515,31 @@ proptest! {
         prop_assert!(marks[0] <= marks[1]);
     }
 }
+
+// A secret key's assignment inside another value (here a URL after `token:`) would be swallowed
+// with the first value and leave its own quoted value, blanks and all: the first value runs to
+// the end of the one it holds. Found by the planted-secret test on a Claude Code refresh line.
+#[test]
+fn an_assignment_inside_a_value_takes_its_quoted_value_along() {
+    let cases = [
+        (
+            r#"Failed to refresh OAuth token: https://api.example.com/v1/"password": "d4FN#ojZT l!bBJTZvswj"  another"#,
+            "Failed to refresh OAuth token: ***  another",
+        ),
+        (
+            r#"--token https://h/x?a=1,"secret": 'two words' tail"#,
+            "--token *** tail",
+        ),
+        (r#"api_key: "k1"password="a b" tail"#, "api_key: *** tail"),
+        // A count inside a value ends no earlier than the value it is in.
+        ("token: ab;max_tokens=5 tail", "token: *** tail"),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(credentials_unbounded(input), expected, "input: {input}");
+        assert_eq!(
+            credentials_unbounded(expected),
+            expected,
+            "idempotent: {expected}"
+        );
+    }
+}
