@@ -186,7 +186,7 @@ fn budgets_are_configuration() {
     use faultline_dsl::MemorySources;
 
     let mut sources = MemorySources::new();
-    sources.insert("hostile/catalogue.rules", catalogue("(?:(?:(?:ab)))"));
+    sources.insert("hostile/catalogue.rules", catalogue("(?:(?:(?:abc)))"));
     let root = Path::new("hostile/catalogue.rules");
     let (loaded, _) = faultline_dsl::load(root, &sources).unwrap();
     let codes = |budget: Budget| -> Vec<String> {

@@ -146,6 +146,7 @@ impl Compiler {
         let (lowered, lowering) =
             lower::lower(db, &catalogue, &priority, &self.budget, &scope.analysed);
         diagnostics.extend(lowering);
+        diagnostics.extend(lower::ungated_rules(db, &catalogue, &lowered.included));
         let clean = !front_end_errors && !diagnostics.iter().any(Diagnostic::is_error);
         let scope = analysis::Scope {
             analysed: lowered.included.clone(),

@@ -122,6 +122,42 @@ fn rule_requirement(db: &dyn Db, rule: &RuleDef) -> Option<literals::Conjuncts> 
     best
 }
 
+/// FL0113 for every rule of `include` that reads the evidence text but gives the prefilter no
+/// word to require: the runtime can then never skip it, and every piece of evidence that reaches
+/// its views runs the automata.
+pub fn ungated_rules(db: &dyn Db, catalogue: &Catalogue, include: &[bool]) -> Vec<Diagnostic> {
+    catalogue
+        .rules
+        .iter()
+        .zip(include)
+        .filter(|(_, included)| **included)
+        .filter_map(|(rule, _)| {
+            let first_text_matcher = rule
+                .matchers
+                .iter()
+                .find(|matcher| matcher.view != TextView::Body)?;
+            if rule_requirement(db, rule).is_some() {
+                return None;
+            }
+            Some(
+                Diagnostic::new(
+                    Code::UngatedRule,
+                    format!(
+                        "`{}` has no word the prefilter can require, so it is never skipped",
+                        rule.id
+                    ),
+                )
+                .primary(
+                    &rule.origin.file,
+                    first_text_matcher.span,
+                    "some text this matches holds no required ASCII word of 3 or more characters",
+                )
+                .help("give every alternative a distinctive ASCII word it requires (a provider's phrase, an error type, a JSON key), or split the rule"),
+            )
+        })
+        .collect()
+}
+
 /// The diagnostic of a pattern (at `span` in `rule`) whose automaton or regex could not be
 /// built: FL0109 when it does not fit its budget, FL0111 when it cannot be built at all.
 fn too_large(rule: &RuleDef, span: Span, error: &AutomatonError) -> Diagnostic {
