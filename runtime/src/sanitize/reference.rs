@@ -506,23 +506,28 @@ fn assignments(text: &str, edits: &mut Vec<Edit>) {
 /// (`token: https://host/"password": "two words"`): the value then runs to the end of that one,
 /// so that no key swallowed by the first value leaves its own value behind.
 fn scan_value(text: &str, start: usize) -> usize {
-    let (mut unquoted_from, mut end) = value_extent(text, start);
-    // Each round moves `unquoted_from` forward, so the loop ends; a nested key found in the value
-    // is matched again in the whole text to take the blanks after its `:`/`=`.
-    while let Some(nested) = text
-        .get(..end)
-        .and_then(|value| ASSIGNMENT_KEY.find_at(value, unquoted_from))
+    let (_, mut end) = value_extent(text, start);
+    let mut extended = false;
+    // A nested key may begin inside the value's quotes (`token: ""passwd": "two words""`, where
+    // the empty string's glued tail is the key), so the search starts at the value itself. Each
+    // round moves `search_from` forward, so the loop ends.
+    let mut search_from = start;
+    while let Some(assignment) = ASSIGNMENT_KEY
+        .find_at(text, search_from)
+        .filter(|found| found.start() < end)
     {
-        let Some(assignment) = ASSIGNMENT_KEY.find_at(text, nested.start()) else {
-            break;
-        };
-        let (nested_unquoted_from, nested_end) = value_extent(text, assignment.end());
-        if nested_end <= end {
-            unquoted_from = nested.end().max(unquoted_from + 1);
-            continue;
+        let (_, nested_end) = value_extent(text, assignment.end());
+        if nested_end > end {
+            end = nested_end;
+            extended = true;
         }
-        end = nested_end;
-        unquoted_from = nested_unquoted_from.max(unquoted_from + 1);
+        search_from = assignment.end().max(search_from + 1);
+    }
+    if extended {
+        // What is glued to a nested value's closing quote (the outer value's own closing quote)
+        // belongs to the value too: left behind, it would make the next pass read `***"` as a
+        // new bare value, and redaction would not be idempotent.
+        end = bare_end(text, end);
     }
     end
 }
@@ -534,14 +539,20 @@ fn value_extent(text: &str, start: usize) -> (usize, usize) {
         return quoted;
     }
     // Not quoted, or an unterminated quote: a bare value.
+    (start, bare_end(text, start))
+}
+
+/// Where a bare value starting at `start` ends: at a blank, leaving trailing `}])>` and `,`/`;`
+/// outside.
+fn bare_end(text: &str, start: usize) -> usize {
     let rest = text.get(start..).unwrap_or("");
-    let bare_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    let bare = rest.get(..bare_end).unwrap_or("");
+    let blank = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let bare = rest.get(..blank).unwrap_or("");
     let trimmed = bare
         .trim_end_matches([',', ';'])
         .trim_end_matches(['}', ']', ')', '>'])
         .trim_end_matches([',', ';']);
-    (start, start + trimmed.len())
+    start + trimmed.len()
 }
 
 /// Where the closing quote of a quoted value starting at `start` ends, and where the value ends

@@ -531,6 +531,16 @@ fn an_assignment_inside_a_value_takes_its_quoted_value_along() {
             "--token *** tail",
         ),
         (r#"api_key: "k1"password="a b" tail"#, "api_key: *** tail"),
+        // The nested key glued to an empty quoted value, and the outer closing quote glued to
+        // the nested value (Claude Code's refresh line with a JSON body).
+        (
+            r#"Failed to refresh OAuth token: ""passwd": "O?OnWN73Q jchYo!oxpc!""  another"#,
+            "Failed to refresh OAuth token: ***  another",
+        ),
+        (
+            r#"{"token": ""password": "a b"", "n": 1} "x y" z"#,
+            r#"{"token": ***, "n": 1} "x y" z"#,
+        ),
         // A count inside a value ends no earlier than the value it is in.
         ("token: ab;max_tokens=5 tail", "token: *** tail"),
     ];
