@@ -581,7 +581,7 @@ fn assignments(text: &str, edits: &mut Vec<Edit>) {
 /// (`token: https://host/"password": "two words"`): the value then runs to the end of that one,
 /// so that no key swallowed by the first value leaves its own value behind.
 fn scan_value(text: &str, start: usize) -> usize {
-    let (_, mut end) = value_extent(text, start);
+    let mut end = value_end(text, start);
     let mut extended = false;
     // A nested key may begin inside the value's quotes (`token: ""passwd": "two words""`, where
     // the empty string's glued tail is the key), so the search starts at the value itself. Each
@@ -591,7 +591,7 @@ fn scan_value(text: &str, start: usize) -> usize {
         .find_at(text, search_from)
         .filter(|found| found.start() < end)
     {
-        let (_, nested_end) = value_extent(text, assignment.end());
+        let nested_end = value_end(text, assignment.end());
         if nested_end > end {
             end = nested_end;
             extended = true;
@@ -607,14 +607,10 @@ fn scan_value(text: &str, start: usize) -> usize {
     end
 }
 
-/// Where the unquoted part of a value starting at `start` begins (after a closing quote, or
-/// `start` itself), and where the value ends, not looking inside it for further assignments.
-fn value_extent(text: &str, start: usize) -> (usize, usize) {
-    if let Some(quoted) = quoted_end(text, start) {
-        return quoted;
-    }
+/// Where a value starting at `start` ends, not looking inside it for further assignments.
+fn value_end(text: &str, start: usize) -> usize {
     // Not quoted, or an unterminated quote: a bare value.
-    (start, bare_end(text, start))
+    quoted_end(text, start).unwrap_or_else(|| bare_end(text, start))
 }
 
 /// Where a bare value starting at `start` ends: at a blank, leaving trailing `}])>` and `,`/`;`
@@ -630,10 +626,10 @@ fn bare_end(text: &str, start: usize) -> usize {
     start + trimmed.len()
 }
 
-/// Where the closing quote of a quoted value starting at `start` ends, and where the value ends
-/// (with what is glued to that quote: `"abc"def` is one value, as a shell reads it, up to a
-/// blank or a JSON delimiter), if it is one and its quote closes on its line.
-fn quoted_end(text: &str, start: usize) -> Option<(usize, usize)> {
+/// Where a quoted value starting at `start` ends (with what is glued to its closing quote:
+/// `"abc"def` is one value, as a shell reads it, up to a blank or a JSON delimiter), if it is
+/// one and its quote closes on its line.
+fn quoted_end(text: &str, start: usize) -> Option<usize> {
     let bytes = text.get(start..).unwrap_or("").as_bytes();
     let opening = bytes.iter().take_while(|b| **b == b'\\').count();
     let &quote = bytes.get(opening).filter(|b| matches!(b, b'"' | b'\''))?;
@@ -654,7 +650,7 @@ fn quoted_end(text: &str, start: usize) -> Option<(usize, usize)> {
                                 && !matches!(b, b'"' | b'\'' | b'\\')
                         })
                         .count();
-                    return Some((start + index + 1, start + index + 1 + glued));
+                    return Some(start + index + 1 + glued);
                 }
                 run = 0;
             }
