@@ -185,11 +185,11 @@ fn budgets_are_configuration() {
     use faultline_compiler::{Budget, Compiler};
     use faultline_dsl::MemorySources;
 
-    let mut sources = MemorySources::new();
-    sources.insert("hostile/catalogue.rules", catalogue("(?:(?:(?:abc)))"));
-    let root = Path::new("hostile/catalogue.rules");
-    let (loaded, _) = faultline_dsl::load(root, &sources).unwrap();
-    let codes = |budget: Budget| -> Vec<String> {
+    let codes_of = |pattern: &str, budget: Budget| -> Vec<String> {
+        let mut sources = MemorySources::new();
+        sources.insert("hostile/catalogue.rules", catalogue(pattern));
+        let root = Path::new("hostile/catalogue.rules");
+        let (loaded, _) = faultline_dsl::load(root, &sources).unwrap();
         Compiler::new()
             .budget(budget)
             .compile(&loaded)
@@ -198,6 +198,7 @@ fn budgets_are_configuration() {
             .map(|d| d.code().to_string())
             .collect()
     };
+    let codes = |budget: Budget| codes_of("(?:(?:(?:abc)))", budget);
     // The defaults accept the pattern (its example fails: FL0107 only).
     assert_eq!(codes(Budget::default()), ["FL0107"]);
     // Three groups deep is over a nesting limit of two.
@@ -206,15 +207,20 @@ fn budgets_are_configuration() {
         ..Budget::default()
     };
     assert_eq!(codes(shallow), ["FL0027"]);
-    // A tiny NFA budget: the pattern does not fit (and its rule, left out, has no example
-    // to fail); the analysis's own automata do not fit either (FL0108).
+    // A tiny NFA budget. A pattern the bundle gives a DFA (an ungated rule's: no word the
+    // prefilter could require) does not fit, and its rule, left out, has no example to fail.
     let tiny = Budget {
         nfa_bytes: 64,
         ..Budget::default()
     };
-    let found = codes(tiny);
+    let found = codes_of("[ab]c[ab]", tiny);
     assert!(found.contains(&"FL0109".to_owned()), "{found:?}");
     assert!(!found.contains(&"FL0107".to_owned()), "{found:?}");
+    // A gated rule's pattern gets no DFA, only its regex (under its own budget): the bundle
+    // keeps it, and the analysis, whose automata do not fit, says what it could not decide.
+    let found = codes(tiny);
+    assert!(!found.contains(&"FL0109".to_owned()), "{found:?}");
+    assert!(found.contains(&"FL0108".to_owned()), "{found:?}");
     // Patterns and literals longer than the pattern budget are refused before parsing.
     let short = Budget {
         pattern_bytes: 8,

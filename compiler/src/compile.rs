@@ -61,6 +61,38 @@ pub fn manifest_hash(loaded: &LoadedCatalogue) -> [u8; 32] {
     hasher.finalize().into()
 }
 
+/// Validates and lowers the catalogue's regexes on worker threads ahead of the checker and the
+/// lowering, which then find them memoized: what is known of a regex (its lowered form, its
+/// syntax tree and required words, whether the runtime's `regex` compiles it within budget) is
+/// most of their time, each case-insensitive pattern's translation being costly, and the
+/// patterns are independent of one another.
+fn prefetch_patterns(db: &dyn Db, loaded: &LoadedCatalogue, budget: &Budget) {
+    use faultline_dsl::ast::{ClauseKind, Item, MatcherKind};
+    let mut patterns: Vec<&str> = Vec::new();
+    for file in &loaded.files {
+        for item in &file.syntax.items {
+            let Item::Rule(block) = item else { continue };
+            for clause in &block.clauses {
+                if let ClauseKind::Match(matcher) | ClauseKind::Unless(matcher) = &clause.kind
+                    && let MatcherKind::Regex { pattern, .. } = &matcher.kind
+                    && pattern.value.len() <= budget.pattern_bytes
+                {
+                    patterns.push(&pattern.value);
+                }
+            }
+        }
+    }
+    crate::db::prefetch_in_parallel(db, &patterns, |db, pattern| {
+        let source = crate::db::PatternSource::new(db, (*pattern).to_owned(), budget.nest_limit);
+        if let Ok(lowered) = crate::db::lowered_pattern(db, source) {
+            let text = crate::db::PatternText::new(db, lowered.lowered.clone());
+            let _ = crate::db::required_conjuncts(db, text);
+            let key = crate::db::RegexKey::new(db, lowered.lowered.clone(), budget.regex_limit());
+            let _ = lower::regex_error(db, key);
+        }
+    });
+}
+
 fn is_catch_all(rule: &RuleDef) -> bool {
     let guards = &rule.guards;
     guards.phase.is_none()
@@ -116,6 +148,7 @@ impl Compiler {
     /// out and the rest go on, so that one run reports every mistake.
     fn stage(&self, db: &dyn Db, loaded: &LoadedCatalogue, loading: &[Diagnostic]) -> Stage {
         let nest_limit = self.budget.nest_limit;
+        prefetch_patterns(db, loaded, &self.budget);
         let checked = crate::check::check_within(
             loaded,
             &|pattern: &str| {

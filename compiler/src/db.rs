@@ -15,6 +15,31 @@ pub trait Db: salsa::Database {
     fn fork(&self) -> Box<dyn Db>;
 }
 
+/// Runs `work` on each of `items` on worker threads, each with its own handle on the database,
+/// so that the tracked queries it runs are memoized for the caller, which then finds them
+/// computed. Items are taken in order: put the costliest first, since the last one to start
+/// ends the wait. Where threads are unavailable nothing runs, and the caller computes what it
+/// needs itself.
+pub(crate) fn prefetch_in_parallel<T: Sync>(
+    db: &dyn Db,
+    items: &[T],
+    work: impl Fn(&dyn Db, &T) + Sync,
+) {
+    // A handle is made on this thread (`fork` needs the database, which is not `Sync`) for
+    // each worker, which takes one.
+    let handles: std::sync::Mutex<Vec<Box<dyn Db>>> =
+        std::sync::Mutex::new((0..crate::parallel::THREADS).map(|_| db.fork()).collect());
+    crate::parallel::for_each(
+        items,
+        || handles.lock().ok().and_then(|mut handles| handles.pop()),
+        |handle, item| {
+            if let Some(db) = handle {
+                work(&**db, item);
+            }
+        },
+    );
+}
+
 /// The concrete database. Keep one per session to reuse work across compilations.
 #[salsa::db]
 #[derive(Clone, Default)]
@@ -132,9 +157,9 @@ pub struct QueryKey<'db> {
     pub wanted: usize,
     /// Product states the search may explore.
     pub max_states: usize,
-    /// Budgets of each component automaton: (first exact, exact, widened limit, determinize,
-    /// NFA), in bytes.
-    pub component_budget: (usize, usize, usize, usize, usize),
+    /// Budgets of each component automaton: (the lowering's first exact attempt, the states one
+    /// query may determinize, determinization, NFA), in bytes.
+    pub component_budget: (usize, usize, usize, usize),
 }
 
 /// A pattern's text, interned.
@@ -143,6 +168,16 @@ pub struct PatternText<'db> {
     /// The pattern as written.
     #[returns(ref)]
     pub text: String,
+}
+
+/// A pattern's text and the size limit of the `regex` program the runtime compiles for it.
+#[salsa::interned(debug)]
+pub struct RegexKey<'db> {
+    /// The pattern, in lowered syntax.
+    #[returns(ref)]
+    pub text: String,
+    /// The size limit, in bytes.
+    pub limit: usize,
 }
 
 /// A pattern's text and the nesting limit it is validated under.
@@ -180,11 +215,13 @@ pub fn required_conjuncts<'db>(
     db: &'db dyn Db,
     pattern: PatternText<'db>,
 ) -> Option<Vec<Vec<String>>> {
-    crate::literals::pattern_conjuncts(pattern.text(db)).map(|required| required.conjuncts)
+    // From the tracked syntax tree: parsing a case-insensitive pattern again is not free.
+    crate::literals::conjuncts_of(pattern_hir(db, pattern).as_ref().ok()?)
 }
 
 /// A pattern's required words (for the overlap pre-filter), tracked.
 #[salsa::tracked(returns(ref))]
 pub fn required_words<'db>(db: &'db dyn Db, pattern: PatternText<'db>) -> Option<Vec<String>> {
-    crate::literals::pattern_requirement(pattern.text(db)).map(|requirement| requirement.words)
+    crate::literals::requirement(pattern_hir(db, pattern).as_ref().ok()?)
+        .map(|requirement| requirement.words)
 }

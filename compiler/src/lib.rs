@@ -25,6 +25,7 @@ mod db;
 pub mod ir;
 mod literals;
 mod lower;
+mod parallel;
 mod pattern;
 pub mod priority;
 #[cfg(feature = "testing")]

@@ -18,6 +18,10 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 pub const MIN_WORD: usize = 3;
 /// Alternations with more branches make a rule ungated rather than flood the prefilter.
 pub const MAX_ALTERNATIVES: usize = 64;
+/// The longest prefilter word: a longer one is required by its first bytes only (still a
+/// required word: its text holds them), so that the prefilter's automaton stays in proportion
+/// to the catalogue however long a pattern's literal (a 100,000-byte one took 49 s to build).
+pub const MAX_WORD: usize = 64;
 
 /// At least one of these words occurs in every match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,10 +47,15 @@ impl Requirement {
 const COMMON_WORDS: &str = include_str!("common_words.txt");
 
 fn is_common(word: &str) -> bool {
-    COMMON_WORDS
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .any(|common| common == word)
+    // Asked for every word of every alternative of every pattern: a set, built once.
+    static SET: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| {
+            COMMON_WORDS
+                .lines()
+                .filter(|line| !line.starts_with('#'))
+                .collect()
+        });
+    SET.contains(word)
 }
 
 /// The character a class stands for when it is one ASCII word character, possibly with its case
@@ -225,6 +234,10 @@ fn conjunct_strength(words: &[String]) -> (usize, usize, usize) {
 /// first; the first is the conjunct's anchor, which the runtime looks for before the others);
 /// duplicates and words another word contains are dropped (the longer one implies them).
 fn trimmed(mut words: Vec<String>) -> Vec<String> {
+    for word in &mut words {
+        // Words are ASCII: any byte is a character boundary.
+        word.truncate(MAX_WORD);
+    }
     words.sort();
     words.dedup();
     let all = words.clone();
@@ -232,15 +245,18 @@ fn trimmed(mut words: Vec<String>) -> Vec<String> {
         !all.iter()
             .any(|other| other != word && other.contains(word.as_str()))
     });
-    words.sort_by(|a, b| {
-        (is_common(a), std::cmp::Reverse(a.len()), a).cmp(&(
-            is_common(b),
-            std::cmp::Reverse(b.len()),
-            b,
-        ))
-    });
+    words.sort_by(|a, b| strength_order(a, b));
     words.truncate(MAX_CONJUNCT_WORDS);
     words
+}
+
+/// Stronger words first: rare before common, then longer first.
+fn strength_order(a: &str, b: &str) -> std::cmp::Ordering {
+    (is_common(a), std::cmp::Reverse(a.len()), a).cmp(&(
+        is_common(b),
+        std::cmp::Reverse(b.len()),
+        b,
+    ))
 }
 
 /// Removes conjuncts that hold every word of another (the other is met whenever they are).
@@ -277,7 +293,14 @@ fn both(a: Vec<Vec<String>>, b: Vec<Vec<String>>) -> Vec<Vec<String>> {
 
 /// Either requirement: their conjuncts together, or, when there are more than
 /// [`MAX_ALTERNATIVES`], each reduced to its strongest word; `None` if still too many.
-fn either(conjuncts: Vec<Vec<String>>) -> Option<Vec<Vec<String>>> {
+fn either(mut conjuncts: Vec<Vec<String>>) -> Option<Vec<Vec<String>>> {
+    conjuncts.sort();
+    conjuncts.dedup();
+    if conjuncts.len() > MAX_ALTERNATIVES * MAX_ALTERNATIVES {
+        // Absorption compares every pair (a 33,000-way alternation took 27 s), and so many
+        // distinct alternatives would hardly absorb to a few dozen: the rule is ungated.
+        return None;
+    }
     let conjuncts = absorbed(conjuncts);
     if conjuncts.len() <= MAX_ALTERNATIVES {
         return Some(conjuncts);
@@ -306,7 +329,7 @@ fn literal_words(text: &str) -> Vec<String> {
 }
 
 /// The conjuncts of a syntax tree; `None` when a match may hold no required word.
-fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
+pub(crate) fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) | HirKind::Class(_) => None,
         HirKind::Literal(literal) => {
@@ -366,7 +389,8 @@ fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
     }
 }
 
-/// The conjuncts of a pattern (in lowered syntax).
+/// The conjuncts of a pattern (in lowered syntax), as the tests read them.
+#[cfg(test)]
 pub fn pattern_conjuncts(pattern: &str) -> Option<Conjuncts> {
     let hir = crate::pattern::parse_hir(pattern).ok()?;
     conjuncts_of(&hir).map(|conjuncts| Conjuncts { conjuncts })
@@ -392,7 +416,8 @@ pub fn introduced_by_redaction(word: &str) -> bool {
         .any(|introduced| introduced.contains(word))
 }
 
-/// The requirement of a pattern (in lowered syntax).
+/// The requirement of a pattern (in lowered syntax), as the tests read them.
+#[cfg(test)]
 pub fn pattern_requirement(pattern: &str) -> Option<Requirement> {
     let hir = crate::pattern::parse_hir(pattern).ok()?;
     requirement(&hir)

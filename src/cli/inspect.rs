@@ -122,16 +122,18 @@ pub fn run(args: &Args) -> Exit {
             .chain(rule.vetoes())
             .filter_map(|matcher| matcher.pattern())
         {
+            let size = match pattern.alone_bytes() {
+                Some(bytes) => format!("{bytes:>9} bytes"),
+                None => format!("{:>15}", "regex"),
+            };
             let _ = writeln!(
                 text,
-                "         {:>9} bytes{}{} {}",
-                pattern.alone_bytes(),
+                "         {size}{} {}",
                 if pattern.approximate() {
                     " (widened)"
                 } else {
                     ""
                 },
-                if pattern.has_dfa() { "" } else { " regex" },
                 pattern.source()
             );
         }

@@ -1,8 +1,8 @@
 //! Collision analysis: ties, shadowed and dead rules, dead vetoes and redundant signatures,
 //! each proved over the automata and demonstrated by a verified witness.
 //!
-//! Every text matcher becomes a *component*: a DFA searched from its unanchored start, which is
-//! satisfied once it has matched anywhere. A query is a set of components that must match and
+//! Every text matcher becomes a *component*: a lazy DFA searched from its unanchored start,
+//! which is satisfied once it has matched anywhere. A query is a set of components that must match and
 //! components that must not; a breadth-first search over the product of their automata, one
 //! byte at a time in order of preference (letters, digits, space, punctuation, then the rest),
 //! finds the shortest text satisfying the query, or proves that none exists. A component for
@@ -17,12 +17,13 @@
 //! another (shadowing) only when its own firing condition is represented exactly.
 //!
 //! The stages, one module each: [`rule_text`] turns a rule's matchers into components,
-//! [`search`] runs the product search, [`verify`] turns a found text into evidence and confirms
+//! [`automaton`] builds their automata, [`search`] runs the product search, [`verify`] turns a found text into evidence and confirms
 //! it with the compiled classifier (through [`bundle`], the one door into it; the inline
 //! examples are run through the same door), and the findings are [`findings`] (dead rules, dead vetoes,
 //! shadowed rules), [`ties`] (pairs that nothing orders) and [`overlaps`] (redundant
 //! signatures).
 
+mod automaton;
 mod bundle;
 mod findings;
 mod overlaps;
@@ -43,8 +44,9 @@ use crate::priority::Priority;
 pub(crate) use bundle::Compiled;
 pub(crate) use verify::check_examples;
 
+use automaton::ComponentBudget;
 use rule_text::{RuleText, rule_text};
-use search::ComponentBudget;
+use search::Polarity;
 
 /// Limits of the analysis. Part of the compiler's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +55,7 @@ pub struct AnalysisBudget {
     pub max_states: usize,
     /// Candidate witnesses one query may try before giving up on verifying one.
     pub max_witnesses: usize,
-    /// Size of one component automaton, in bytes.
+    /// States one query may determinize per component automaton (its lazy DFA's cache), in bytes.
     pub component_dfa_bytes: usize,
 }
 
@@ -169,11 +171,39 @@ impl<'a> Analyzer<'a> {
     /// An analyzer of the rules `inputs.scope` covers (of `only` among them, when given).
     fn new(db: &'a dyn Db, inputs: Inputs<'a>, only: Option<&[RuleIndex]>) -> Self {
         let components = ComponentBudget::new(inputs.budget, inputs.lowering);
+        let covered = |index: RuleIndex| {
+            inputs.scope.analysed(index) && only.is_none_or(|only| only.contains(&index))
+        };
+        // Building the rules' automata is most of the analysis's time, and the builds are
+        // independent: they run on worker threads first, the rule with the longest pattern
+        // (a rough proxy for the costliest) first, and are then read memoized.
+        let mut costliest_first: Vec<&RuleDef> = inputs
+            .catalogue
+            .indices()
+            .filter(|(index, _)| covered(*index))
+            .map(|(_, rule)| rule)
+            .collect();
+        costliest_first.sort_by_key(|rule| std::cmp::Reverse(rule_text::longest_pattern(rule)));
+        let max_states = inputs.budget.max_states;
+        crate::db::prefetch_in_parallel(db, &costliest_first, |db, rule| {
+            let text = rule_text(db, rule, &components);
+            // The dead-veto check of a rule with vetoes searches each of its components alone
+            // (see `search::joined_witness`): those searches are independent too.
+            if text
+                .components
+                .iter()
+                .any(|c| c.polarity == Polarity::MustNot)
+            {
+                for component in &text.components {
+                    search::search_alone(db, component, max_states, &components);
+                }
+            }
+        });
         let texts = inputs
             .catalogue
             .indices()
             .map(|(index, rule)| {
-                if inputs.scope.analysed(index) && only.is_none_or(|only| only.contains(&index)) {
+                if covered(index) {
                     rule_text(db, rule, &components)
                 } else {
                     RuleText::default()

@@ -7,9 +7,10 @@ use faultline_dsl::{Code, Diagnostic};
 use faultline_runtime::TextView;
 use faultline_runtime::build::REGEX_SIZE_LIMIT;
 
-use crate::ir::RuleIndex;
+use crate::ir::{RuleDef, RuleIndex};
 
-use super::search::{Component, Polarity, Search, component_automaton};
+use super::automaton::component_automaton;
+use super::search::{Component, Polarity, Search};
 use super::{Analyzer, flag};
 
 impl Analyzer<'_> {
@@ -37,78 +38,108 @@ impl Analyzer<'_> {
             self.nesting_candidates(members, &mut pairs);
         }
         pairs.sort_unstable();
-        for (a, b) in pairs {
-            {
-                let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
-                    continue;
-                };
-                if !Self::guards_compatible(&rule_a.guards, &rule_b.guards) {
-                    continue;
-                }
-                let (Some(text_a), Some(text_b)) = (self.text(a), self.text(b)) else {
-                    continue;
-                };
-                'patterns: for (view_a, pointer_a, inner, inner_words) in &text_a.patterns {
-                    for (view_b, pointer_b, outer, outer_words) in &text_b.patterns {
-                        // A pre-filter: a match of `inner` can lie inside a match of `outer`
-                        // only if one of its required words fits inside one of `outer`'s.
-                        if view_a != view_b
-                            || pointer_a != pointer_b
-                            || !words_may_nest(inner_words.as_deref(), outer_words.as_deref())
-                        {
-                            continue;
-                        }
-                        let exact = |pattern: String| match component_automaton(
-                            self.db,
-                            &pattern,
-                            &self.components,
-                        ) {
-                            Ok((_, false)) => Some(Component {
-                                pattern,
-                                polarity: Polarity::Must,
-                                view: *view_a,
-                                pointer: pointer_a.clone(),
-                            }),
-                            _ => None,
-                        };
-                        let (Some(inner_component), Some(outer_component)) =
-                            (exact(inner.clone()), exact(format!(r"\A(?:{outer})\z")))
-                        else {
-                            continue;
-                        };
-                        let components = [inner_component, outer_component];
-                        let refs: Vec<&Component> = components.iter().collect();
-                        if let Search::Witnesses(found) = self.search_view(&refs, 1) {
-                            let span = found
-                                .first()
-                                .and_then(|w| w.first())
-                                .map(|(_, _, text)| text.clone())
-                                .unwrap_or_default();
-                            let verified = crate::pattern::regex(
-                                &format!(r"\A(?:{outer})\z"),
-                                REGEX_SIZE_LIMIT,
-                            )
-                            .is_ok_and(|r| r.is_match(&span))
-                                && crate::pattern::regex(inner, REGEX_SIZE_LIMIT)
-                                    .is_ok_and(|r| r.is_match(&span));
-                            if verified {
-                                self.report(
-                                    Diagnostic::new(
-                                        Code::SameSpanOverlap,
-                                        format!("a match of `{}` contains a match of `{}`, and both give `{}`", rule_b.id, rule_a.id, rule_a.code),
-                                    )
-                                    .primary(&rule_b.origin.file, rule_b.origin.span, "its signature")
-                                    .secondary(&rule_a.origin.file, rule_a.origin.span, "matches inside it")
-                                    .note(format!("witness span (verified: `{}` matches all of it, `{}` matches inside): {span:?}", rule_b.id, rule_a.id))
-                                    .help("keep one signature for this outcome, or make the two disjoint"),
-                                );
-                                break 'patterns;
-                            }
-                        }
-                    }
+        // Every query first, searched on worker threads (most are proofs that explore their
+        // whole product), then judged in order.
+        let candidates: Vec<Candidate<'_>> = pairs
+            .into_iter()
+            .filter_map(|(a, b)| self.nesting_queries(a, b))
+            .collect();
+        let queries: Vec<Vec<&Component>> = candidates
+            .iter()
+            .flat_map(|candidate| &candidate.queries)
+            .map(|query| query.components.iter().collect())
+            .collect();
+        self.prefetch_views(&queries);
+        for candidate in &candidates {
+            for query in &candidate.queries {
+                if self.report_nesting(candidate, query) {
+                    break;
                 }
             }
         }
+    }
+
+    /// The queries for a match of a pattern of `a` inside a match of a pattern of `b`, when
+    /// their guards allow both to hold: one per pair of patterns on one view whose required
+    /// words may nest, both represented exactly.
+    fn nesting_queries(&self, a: RuleIndex, b: RuleIndex) -> Option<Candidate<'_>> {
+        let (rule_a, rule_b) = (self.rule(a)?, self.rule(b)?);
+        if !Self::guards_compatible(&rule_a.guards, &rule_b.guards) {
+            return None;
+        }
+        let (text_a, text_b) = (self.text(a)?, self.text(b)?);
+        let mut queries = Vec::new();
+        for (view_a, pointer_a, inner, inner_words) in &text_a.patterns {
+            for (view_b, pointer_b, outer, outer_words) in &text_b.patterns {
+                // A pre-filter: a match of `inner` can lie inside a match of `outer` only if one
+                // of its required words fits inside one of `outer`'s.
+                if view_a != view_b
+                    || pointer_a != pointer_b
+                    || !words_may_nest(inner_words.as_deref(), outer_words.as_deref())
+                {
+                    continue;
+                }
+                let exact = |pattern: String| match component_automaton(
+                    self.db,
+                    &pattern,
+                    &self.components,
+                ) {
+                    Ok((_, false)) => Some(Component {
+                        pattern,
+                        polarity: Polarity::Must,
+                        view: *view_a,
+                        pointer: pointer_a.clone(),
+                    }),
+                    _ => None,
+                };
+                let whole_outer = format!(r"\A(?:{outer})\z");
+                if let (Some(inner_component), Some(outer_component)) =
+                    (exact(inner.clone()), exact(whole_outer.clone()))
+                {
+                    queries.push(NestingQuery {
+                        inner,
+                        whole_outer,
+                        components: [inner_component, outer_component],
+                    });
+                }
+            }
+        }
+        Some(Candidate {
+            rule_a,
+            rule_b,
+            queries,
+        })
+    }
+
+    /// Reports the overlap a nesting query shows, if its witness verifies; whether it did.
+    fn report_nesting(&self, candidate: &Candidate<'_>, query: &NestingQuery<'_>) -> bool {
+        let (rule_a, rule_b) = (candidate.rule_a, candidate.rule_b);
+        let refs: Vec<&Component> = query.components.iter().collect();
+        let Search::Witnesses(found) = self.search_view(&refs, 1) else {
+            return false;
+        };
+        let span = found
+            .first()
+            .and_then(|w| w.first())
+            .map(|(_, _, text)| text.clone())
+            .unwrap_or_default();
+        let verified = crate::pattern::regex(&query.whole_outer, REGEX_SIZE_LIMIT)
+            .is_ok_and(|r| r.is_match(&span))
+            && crate::pattern::regex(query.inner, REGEX_SIZE_LIMIT)
+                .is_ok_and(|r| r.is_match(&span));
+        if verified {
+            self.report(
+                Diagnostic::new(
+                    Code::SameSpanOverlap,
+                    format!("a match of `{}` contains a match of `{}`, and both give `{}`", rule_b.id, rule_a.id, rule_a.code),
+                )
+                .primary(&rule_b.origin.file, rule_b.origin.span, "its signature")
+                .secondary(&rule_a.origin.file, rule_a.origin.span, "matches inside it")
+                .note(format!("witness span (verified: `{}` matches all of it, `{}` matches inside): {span:?}", rule_b.id, rule_a.id))
+                .help("keep one signature for this outcome, or make the two disjoint"),
+            );
+        }
+        verified
     }
 
     /// The ordered pairs `(a, b)` of `members` (one outcome group) where some pattern of `a`
@@ -219,4 +250,21 @@ fn words_may_nest(inner: Option<&[String]>, outer: Option<&[String]>) -> bool {
             .any(|i| outer.iter().any(|o| o.contains(i.as_str()))),
         _ => true,
     }
+}
+
+/// The nesting queries of an ordered pair of rules of one outcome.
+struct Candidate<'a> {
+    /// The rule whose pattern may match inside.
+    rule_a: &'a RuleDef,
+    /// The rule whose pattern may contain it.
+    rule_b: &'a RuleDef,
+    queries: Vec<NestingQuery<'a>>,
+}
+
+/// One pattern of `a` matching inside a whole match of one pattern of `b`.
+struct NestingQuery<'a> {
+    inner: &'a str,
+    /// The pattern of `b`, anchored to match the whole span.
+    whole_outer: String,
+    components: [Component; 2],
 }

@@ -6,7 +6,8 @@ use faultline_runtime::{EvidenceField, TextView};
 use crate::db::Db;
 use crate::ir::{MatcherKind, RemediationSpec, RuleDef, TextMatcher};
 
-use super::search::{Component, ComponentBudget, Polarity, component_automaton};
+use super::automaton::{ComponentBudget, component_automaton};
+use super::search::{Component, Polarity};
 
 /// A regex matcher's pattern, for the overlap analysis: its view, the body pointer of a body
 /// view, the pattern and its required words.
@@ -74,6 +75,16 @@ fn matcher_pattern(matcher: &TextMatcher) -> (String, bool) {
             }
         }
     }
+}
+
+/// The length of the rule's longest text pattern: what its automata cost to build grows with it.
+pub(super) fn longest_pattern(rule: &RuleDef) -> usize {
+    rule.matchers
+        .iter()
+        .chain(&rule.vetoes)
+        .map(|matcher| matcher_pattern(matcher).0.len())
+        .max()
+        .unwrap_or(0)
 }
 
 pub(super) fn rule_text(db: &dyn Db, rule: &RuleDef, budget: &ComponentBudget) -> RuleText {

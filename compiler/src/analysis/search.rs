@@ -1,112 +1,18 @@
-//! The product search: component automata (one per pattern, built once per session) and a
-//! breadth-first search over their product for the shortest texts that satisfy a query, or
-//! a proof that none exists.
+//! The product search: a breadth-first search over the product of component automata
+//! ([`super::automaton`]) for the shortest texts that satisfy a query, or a proof that none
+//! exists.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use faultline_runtime::TextView;
 use regex_automata::Anchored;
-use regex_automata::dfa::{Automaton as _, dense};
-use regex_automata::util::primitives::StateID;
-use regex_automata::util::start;
+use regex_automata::hybrid::LazyStateID;
 
-use crate::db::{Db, PatternKey, QueryKey};
-use crate::lower::AutomatonError;
+use crate::db::{Db, QueryKey};
 
-use super::{AnalysisBudget, Analyzer};
-
-/// A component automaton.
-#[derive(Debug)]
-pub(super) struct Automaton {
-    dfa: Arc<dense::DFA<Vec<u32>>>,
-    start: StateID,
-}
-
-/// The budgets a component automaton is built under: the analysis's own size budget, and the
-/// lowering's (whose exact and widened attempts at the same pattern are shared), determinization
-/// and NFA budgets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ComponentBudget {
-    first: usize,
-    budget: usize,
-    /// The limit the widened attempt is built under: the lowering's, when larger, so that the
-    /// lowering's widened DFA is reused; [`automaton`] then holds it to `budget`.
-    wide: usize,
-    determinize: usize,
-    nfa: usize,
-}
-
-impl ComponentBudget {
-    pub(super) fn new(analysis: &AnalysisBudget, lowering: &crate::lower::Budget) -> Self {
-        ComponentBudget {
-            first: lowering.pattern_dfa_bytes,
-            budget: analysis.component_dfa_bytes,
-            wide: analysis.component_dfa_bytes.max(lowering.view_dfa_bytes),
-            determinize: lowering.determinize_bytes,
-            nfa: lowering.nfa_bytes,
-        }
-    }
-
-    pub(super) fn key<'db>(&self, db: &'db dyn Db, pattern: &str) -> PatternKey<'db> {
-        PatternKey::new(
-            db,
-            pattern.to_owned(),
-            self.first,
-            self.budget,
-            self.wide,
-            self.determinize,
-            self.nfa,
-        )
-    }
-
-    pub(super) fn as_tuple(&self) -> (usize, usize, usize, usize, usize) {
-        (
-            self.first,
-            self.budget,
-            self.wide,
-            self.determinize,
-            self.nfa,
-        )
-    }
-
-    pub(super) fn from_tuple(
-        (first, budget, wide, determinize, nfa): (usize, usize, usize, usize, usize),
-    ) -> Self {
-        ComponentBudget {
-            first,
-            budget,
-            wide,
-            determinize,
-            nfa,
-        }
-    }
-}
-
-/// A component automaton and whether it had to be widened. Tracked: built once per session.
-#[salsa::tracked(returns(ref), no_eq)]
-fn automaton<'db>(
-    db: &'db dyn Db,
-    key: PatternKey<'db>,
-) -> Result<(Arc<Automaton>, bool), AutomatonError> {
-    let built = crate::lower::alone(db, key)?;
-    // A widened DFA may have been built under the lowering's larger limit (to share it).
-    let budget = *key.budget(db);
-    if built.dfa.memory_usage() > budget {
-        return Err(AutomatonError::Dfa { limit: budget });
-    }
-    let start = built
-        .dfa
-        .start_state(&start::Config::new().anchored(Anchored::No))
-        .map_err(|e| AutomatonError::Other(e.to_string()))?;
-    Ok((
-        Arc::new(Automaton {
-            dfa: built.dfa,
-            start,
-        }),
-        built.approximate,
-    ))
-}
+use super::Analyzer;
+use super::automaton::{Automaton, ComponentBudget, OverBudget, Walk, automaton};
 
 /// Must a component match somewhere, or must it not?
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,14 +34,6 @@ pub(super) struct Component {
 /// One text of a witness: where it goes (a view of the evidence text, or the body at a
 /// pointer) and the text.
 pub(super) type WitnessText = (TextView, Option<String>, String);
-
-pub(super) fn component_automaton(
-    db: &dyn Db,
-    pattern: &str,
-    budget: &ComponentBudget,
-) -> Result<(Arc<Automaton>, bool), AutomatonError> {
-    automaton(db, budget.key(db, pattern)).clone()
-}
 
 /// The outcome of a product search.
 pub(super) enum Search {
@@ -200,7 +98,19 @@ fn search_query<'db>(db: &'db dyn Db, key: QueryKey<'db>) -> ViewSearch {
     if let Some(joined) = joined_witness(db, key, &automata) {
         return ViewSearch::Witnesses(vec![joined]);
     }
-    breadth_first(&automata, *key.wanted(db), *key.max_states(db))
+    let (wanted, max_states) = (*key.wanted(db), *key.max_states(db));
+    // One witness of one pattern: the shortest text it matches from the text's first byte is
+    // a witness, and nearly always a shortest one, found among the states of matches begun at
+    // the start only; searching from every position explores the states of every overlap of
+    // partial matches, most of such a query's time. Only the search from every position proves
+    // a query empty.
+    if let ([(_, true, _)], 1) = (key.components(db).as_slice(), wanted) {
+        let found = breadth_first(&automata, 1, max_states, Anchored::Yes);
+        if let ViewSearch::Witnesses(_) = found {
+            return found;
+        }
+    }
+    breadth_first(&automata, wanted, max_states, Anchored::No)
 }
 
 /// For one witness of a query whose components must all match: each component's own shortest
@@ -232,27 +142,18 @@ fn joined_witness(
         }
     }
     let joined = parts.join("\n");
-    automata
-        .iter()
-        .all(|(automaton, _)| automaton.matches_somewhere(joined.as_bytes()))
-        .then_some(joined)
-}
-
-impl Automaton {
-    /// Whether the automaton matches somewhere in `text`, read as the product search reads it.
-    fn matches_somewhere(&self, text: &[u8]) -> bool {
-        let mut state = self.start;
-        for &byte in text {
-            state = self.dfa.next_state(state, byte);
-            if self.dfa.is_match_state(state) {
-                return true;
-            }
-            if self.dfa.is_dead_state(state) {
-                return false;
-            }
+    for (automaton, _) in automata {
+        // An automaton over its budget here leaves the query to the breadth-first search.
+        let matched = automaton.walk(true, Anchored::No).and_then(|mut walk| {
+            let matched = walk.matches_somewhere(joined.as_bytes())?;
+            walk.keep();
+            Ok(matched)
+        });
+        if !matches!(matched, Ok(true)) {
+            return None;
         }
-        self.dfa.is_match_state(self.dfa.next_eoi_state(state))
     }
+    Some(joined)
 }
 
 /// Hashes the search's product states (short vectors of state ids) with a multiply-rotate mix:
@@ -306,19 +207,42 @@ impl std::hash::Hasher for StateHasher {
 }
 
 /// Breadth-first search over the product of the automata, collecting up to `wanted` shortest
-/// witnesses.
+/// witnesses: texts in which each component matches somewhere (`Anchored::No`), or in which
+/// each matches from the first byte (`Anchored::Yes`).
 fn breadth_first(
     automata: &[(Arc<Automaton>, Polarity)],
     wanted: usize,
     max_states: usize,
+    anchored: Anchored,
 ) -> ViewSearch {
-    let all: Vec<(&Automaton, Polarity)> = automata.iter().map(|(a, p)| (a.as_ref(), *p)).collect();
+    let run = |warm: bool| -> Result<ViewSearch, OverBudget> {
+        let mut walks = Vec::with_capacity(automata.len());
+        for (automaton, polarity) in automata {
+            walks.push((automaton.walk(warm, anchored)?, *polarity));
+        }
+        let found = explore(&mut walks, wanted, max_states)?;
+        for (walk, _) in walks {
+            walk.keep();
+        }
+        Ok(found)
+    };
+    run(true)
+        .or_else(|OverBudget| run(false))
+        .unwrap_or(ViewSearch::Exhausted)
+}
+
+/// The breadth-first search proper; `Err` when an automaton's cache is full.
+fn explore(
+    walks: &mut [(Walk<'_>, Polarity)],
+    wanted: usize,
+    max_states: usize,
+) -> Result<ViewSearch, OverBudget> {
     // Joint byte classes: one representative byte per class, most preferred first.
     let mut representatives: HashMap<Vec<u8>, u8> = HashMap::new();
     for byte in 0..=255u8 {
-        let key: Vec<u8> = all
+        let key: Vec<u8> = walks
             .iter()
-            .map(|(a, _)| a.dfa.byte_classes().get(byte))
+            .map(|(walk, _)| walk.byte_class(byte))
             .collect();
         let slot = representatives.entry(key).or_insert(byte);
         if preference(byte) < preference(*slot) {
@@ -327,9 +251,15 @@ fn breadth_first(
     }
     let mut alphabet: Vec<u8> = representatives.into_values().collect();
     alphabet.sort_by_key(|byte| preference(*byte));
+    // A component that must match and has matched holds whatever follows: for one witness its
+    // states are one, which can only shrink the product (a search that proves a query empty
+    // explores all of it). The first witness is the same either way: a merged state is
+    // reached after the one that stands for it, with the same future. Beyond one witness,
+    // merging would drop witnesses that differ only after such a match, so they are kept.
+    let merge_satisfied = wanted == 1;
 
-    type Node = Vec<(StateID, bool)>;
-    let start: Node = all.iter().map(|(a, _)| (a.start, false)).collect();
+    type Node = Vec<(LazyStateID, bool)>;
+    let start: Node = walks.iter().map(|(walk, _)| (walk.start, false)).collect();
     // Per state: the state it was reached from and the byte read, `None` for the start.
     let mut nodes: Vec<Option<(usize, u8)>> = vec![None];
     let mut states: Vec<Node> = vec![start.clone()];
@@ -342,16 +272,14 @@ fn breadth_first(
         let Some(node) = states.get(index).cloned() else {
             break;
         };
-        let accepts = all
-            .iter()
-            .zip(&node)
-            .all(|((automaton, polarity), (state, satisfied))| {
-                let matched = *satisfied
-                    || automaton
-                        .dfa
-                        .is_match_state(automaton.dfa.next_eoi_state(*state));
-                matched == (*polarity == Polarity::Must)
-            });
+        let mut accepts = true;
+        for ((walk, polarity), (state, satisfied)) in walks.iter_mut().zip(&node) {
+            let matched = *satisfied || walk.matches_at_end(*state)?;
+            if matched != (*polarity == Polarity::Must) {
+                accepts = false;
+                break;
+            }
+        }
         if accepts {
             let mut bytes = Vec::new();
             let mut at = index;
@@ -370,10 +298,15 @@ fn breadth_first(
         for &byte in &alphabet {
             let mut next = Vec::with_capacity(node.len());
             let mut pruned = false;
-            for ((automaton, polarity), (state, satisfied)) in all.iter().zip(&node) {
-                let state = automaton.dfa.next_state(*state, byte);
-                let satisfied = *satisfied || automaton.dfa.is_match_state(state);
-                let dead = automaton.dfa.is_dead_state(state) && !satisfied;
+            for ((walk, polarity), (state, satisfied)) in walks.iter_mut().zip(&node) {
+                if merge_satisfied && *satisfied && *polarity == Polarity::Must {
+                    // Whatever follows, it has matched: one state stands for all its states.
+                    next.push((walk.start, true));
+                    continue;
+                }
+                let state = walk.next(*state, byte)?;
+                let satisfied = *satisfied || state.is_match();
+                let dead = state.is_dead() && !satisfied;
                 if (*polarity == Polarity::MustNot && satisfied)
                     || (*polarity == Polarity::Must && dead)
                 {
@@ -386,11 +319,11 @@ fn breadth_first(
                 continue;
             }
             if states.len() >= max_states {
-                return if witnesses.is_empty() {
+                return Ok(if witnesses.is_empty() {
                     ViewSearch::Exhausted
                 } else {
                     ViewSearch::Witnesses(witnesses)
-                };
+                });
             }
             seen.insert(next.clone());
             nodes.push(Some((index, byte)));
@@ -398,29 +331,60 @@ fn breadth_first(
             queue.push_back(states.len() - 1);
         }
     }
-    if witnesses.is_empty() {
+    Ok(if witnesses.is_empty() {
         ViewSearch::Empty
     } else {
         ViewSearch::Witnesses(witnesses)
-    }
+    })
+}
+
+/// Searches for one witness of `component` matching alone (a veto too), as a query whose
+/// components must all match first does for each of them; the result is memoized.
+pub(super) fn search_alone(
+    db: &dyn Db,
+    component: &Component,
+    max_states: usize,
+    budget: &ComponentBudget,
+) {
+    let must = Component {
+        polarity: Polarity::Must,
+        ..component.clone()
+    };
+    let key = QueryKey::new(db, view_key(&[&must]), 1, max_states, budget.as_tuple());
+    search_query(db, key);
+}
+
+/// The components of a query on one text, as its memo key reads them.
+fn view_key(components: &[&Component]) -> Vec<(String, bool, u8)> {
+    components
+        .iter()
+        .map(|c| {
+            (
+                c.pattern.clone(),
+                c.polarity == Polarity::Must,
+                u8::from(c.view == TextView::Raw),
+            )
+        })
+        .collect()
 }
 
 impl Analyzer<'_> {
+    /// Runs the product searches of `queries` (each read as one text, one witness wanted) on
+    /// worker threads, so that [`Analyzer::search_view`] then finds them memoized: the
+    /// searches are independent, and many are proofs that explore their whole product.
+    pub(super) fn prefetch_views(&self, queries: &[Vec<&Component>]) {
+        let (max_states, budget) = (self.budget.max_states, self.components.as_tuple());
+        crate::db::prefetch_in_parallel(self.db, queries, |db, components| {
+            let key = QueryKey::new(db, view_key(components), 1, max_states, budget);
+            search_query(db, key);
+        });
+    }
+
     /// Searches the product of `components` (read as one text) for up to `wanted` witnesses.
     pub(super) fn search_view(&self, components: &[&Component], wanted: usize) -> Search {
-        let key_components: Vec<(String, bool, u8)> = components
-            .iter()
-            .map(|c| {
-                (
-                    c.pattern.clone(),
-                    c.polarity == Polarity::Must,
-                    u8::from(c.view == TextView::Raw),
-                )
-            })
-            .collect();
         let key = QueryKey::new(
             self.db,
-            key_components,
+            view_key(components),
             wanted,
             self.budget.max_states,
             self.components.as_tuple(),
@@ -610,6 +574,7 @@ impl Analyzer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::AnalysisBudget;
     use crate::db::Database;
 
     /// One product search over `components` (pattern, must match) in the sanitized view.
@@ -707,6 +672,73 @@ mod tests {
             search(&[(r"\Aa\z", true), (r"\Ab\z", true)], 1, 10_000),
             ViewSearch::Empty
         );
+    }
+
+    #[test]
+    fn a_pattern_that_cannot_match_from_the_first_byte_is_searched_from_every_position() {
+        // `\B` before a word character needs one before it: no text matches from its first
+        // byte, so the search from the start finds nothing, and the search from every position
+        // finds the witness.
+        assert_eq!(
+            search(&[(r"(?-u:\B)b", true)], 1, 10_000),
+            ViewSearch::Witnesses(vec!["ab".to_owned()])
+        );
+    }
+
+    #[test]
+    fn states_kept_from_earlier_searches_change_no_outcome() {
+        // One database: the second round of searches reads the automata (and the states they
+        // kept) of the first, in another order.
+        let db = Database::default();
+        let budget = ComponentBudget::new(&AnalysisBudget::default(), &crate::Budget::default());
+        let queries: Vec<Vec<(String, bool, u8)>> = vec![
+            vec![
+                ("overloaded".into(), true, 0),
+                ("not overloaded".into(), false, 0),
+            ],
+            vec![
+                ("quota exceeded".into(), true, 0),
+                ("quota".into(), false, 0),
+            ],
+            vec![
+                (r"[a-z]{3}\d".into(), true, 0),
+                ("overloaded".into(), false, 0),
+            ],
+        ];
+        let run = |components: &Vec<(String, bool, u8)>, wanted: usize| {
+            let key = QueryKey::new(&db, components.clone(), wanted, 100_000, budget.as_tuple());
+            breadth_first_of(&db, key)
+        };
+        let first: Vec<ViewSearch> = queries.iter().map(|q| run(q, 3)).collect();
+        let again: Vec<ViewSearch> = queries.iter().rev().map(|q| run(q, 3)).collect();
+        assert_eq!(first, again.into_iter().rev().collect::<Vec<_>>());
+        assert!(matches!(first.get(1), Some(ViewSearch::Empty)), "{first:?}");
+    }
+
+    /// The breadth-first search of a query, run afresh (not memoized).
+    fn breadth_first_of(db: &Database, key: QueryKey<'_>) -> ViewSearch {
+        let budget = ComponentBudget::from_tuple(*key.component_budget(db));
+        let automata: Vec<(Arc<Automaton>, Polarity)> = key
+            .components(db)
+            .iter()
+            .map(|(pattern, must, _)| (pattern.clone(), *must))
+            .chain(std::iter::once((UTF8_PATTERN.to_owned(), true)))
+            .map(|(pattern, must)| {
+                let (automaton, _) = automaton(db, budget.key(db, &pattern)).clone().unwrap();
+                let polarity = if must {
+                    Polarity::Must
+                } else {
+                    Polarity::MustNot
+                };
+                (automaton, polarity)
+            })
+            .collect();
+        breadth_first(
+            &automata,
+            *key.wanted(db),
+            *key.max_states(db),
+            Anchored::No,
+        )
     }
 
     #[test]

@@ -9,7 +9,7 @@ use faultline_runtime::build::KeyedGuardEntry;
 use faultline_runtime::build::REGEX_SIZE_LIMIT;
 use faultline_runtime::{Body, Evidence, EvidenceField, Headers, Phase, TextView};
 
-use crate::ir::{Catalogue, Example, Guards, RuleIndex};
+use crate::ir::{Catalogue, Example, Guards, RuleDef, RuleIndex};
 use crate::priority::Priority;
 
 use super::search::{Component, Search, WitnessText};
@@ -187,61 +187,79 @@ pub(crate) fn check_examples(
         .indices()
         .map(|(i, rule)| (rule.id.as_str(), i))
         .collect();
+    let rules: Vec<(RuleIndex, &RuleDef)> = catalogue
+        .indices()
+        .filter(|(rule_index, _)| scope.analysed(*rule_index))
+        .collect();
+    // Each rule's examples are independent, and classifying them compiles most of the bundle's
+    // regexes for the first time: the rules are checked on worker threads.
+    crate::parallel::map(&rules, |&(rule_index, rule)| {
+        rule_examples(rule_index, rule, &index, priority, bundle, scope)
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The failures of one rule's examples and counterexamples.
+fn rule_examples(
+    rule_index: RuleIndex,
+    rule: &RuleDef,
+    index: &HashMap<&str, RuleIndex>,
+    priority: &Priority,
+    bundle: &Compiled<'_>,
+    scope: &Scope,
+) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
-    for (rule_index, rule) in catalogue.indices() {
-        if !scope.analysed(rule_index) {
-            continue;
+    let order_known = scope.order_known(rule_index);
+    let run = |example: &Example| {
+        let evidence = example.evidence.clone();
+        let classification = bundle.classify(&evidence);
+        let own_step = bundle
+            .step(rule_index, &evidence)
+            .map(|step| step.said)
+            .unwrap_or_default();
+        (evidence, classification, own_step)
+    };
+    for example in rule.examples.iter().filter(|_| order_known) {
+        let (evidence, classification, own_step) = run(example);
+        // Beside errors, a winner that nothing orders above the rule wins only by the
+        // tie-break, which the rules with errors may change.
+        let by_tie_break = scope.partial
+            && own_step == "fired"
+            && index
+                .get(classification.rule.as_str())
+                .is_some_and(|&winner| priority.unordered(winner, rule_index));
+        if classification.rule != rule.id && !by_tie_break {
+            let why = if own_step == "fired" {
+                format!(
+                    "`{}` fired but `{}` outranks it",
+                    rule.id, classification.rule
+                )
+            } else {
+                format!(
+                    "`{}` {own_step}; `{}` won with `{}`",
+                    rule.id, classification.rule, classification.code
+                )
+            };
+            diagnostics.push(
+                Diagnostic::new(Code::ExampleFailed, format!("example does not classify as `{}`", rule.id))
+                    .primary(&example.origin.file, example.origin.span, why)
+                    .note(format!("evidence: {}", describe(&evidence)))
+                    .note(format!("sanitized text: {:?}", classification.excerpt))
+                    .help("correct the rule or the example; if another rule rightly wins, declare the order with `before`/`after`"),
+            );
         }
-        let order_known = scope.order_known(rule_index);
-        let run = |example: &Example| {
-            let evidence = example.evidence.clone();
-            let classification = bundle.classify(&evidence);
-            let own_step = bundle
-                .step(rule_index, &evidence)
-                .map(|step| step.said)
-                .unwrap_or_default();
-            (evidence, classification, own_step)
-        };
-        for example in rule.examples.iter().filter(|_| order_known) {
-            let (evidence, classification, own_step) = run(example);
-            // Beside errors, a winner that nothing orders above the rule wins only by the
-            // tie-break, which the rules with errors may change.
-            let by_tie_break = scope.partial
-                && own_step == "fired"
-                && index
-                    .get(classification.rule.as_str())
-                    .is_some_and(|&winner| priority.unordered(winner, rule_index));
-            if classification.rule != rule.id && !by_tie_break {
-                let why = if own_step == "fired" {
-                    format!(
-                        "`{}` fired but `{}` outranks it",
-                        rule.id, classification.rule
-                    )
-                } else {
-                    format!(
-                        "`{}` {own_step}; `{}` won with `{}`",
-                        rule.id, classification.rule, classification.code
-                    )
-                };
-                diagnostics.push(
-                    Diagnostic::new(Code::ExampleFailed, format!("example does not classify as `{}`", rule.id))
-                        .primary(&example.origin.file, example.origin.span, why)
-                        .note(format!("evidence: {}", describe(&evidence)))
-                        .note(format!("sanitized text: {:?}", classification.excerpt))
-                        .help("correct the rule or the example; if another rule rightly wins, declare the order with `before`/`after`"),
-                );
-            }
-        }
-        for example in &rule.counterexamples {
-            let (evidence, classification, own_step) = run(example);
-            if own_step == "fired" {
-                diagnostics.push(
-                    Diagnostic::new(Code::ExampleFailed, format!("counterexample fires `{}`", rule.id))
-                        .primary(&example.origin.file, example.origin.span, format!("`{}` fires on this (the winner is `{}`)", rule.id, classification.rule))
-                        .note(format!("evidence: {}", describe(&evidence)))
-                        .help("narrow the rule (anchor it, or add an `unless` veto), or correct the counterexample"),
-                );
-            }
+    }
+    for example in &rule.counterexamples {
+        let (evidence, classification, own_step) = run(example);
+        if own_step == "fired" {
+            diagnostics.push(
+                Diagnostic::new(Code::ExampleFailed, format!("counterexample fires `{}`", rule.id))
+                    .primary(&example.origin.file, example.origin.span, format!("`{}` fires on this (the winner is `{}`)", rule.id, classification.rule))
+                    .note(format!("evidence: {}", describe(&evidence)))
+                    .help("narrow the rule (anchor it, or add an `unless` veto), or correct the counterexample"),
+            );
         }
     }
     diagnostics

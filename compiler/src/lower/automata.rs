@@ -1,8 +1,10 @@
 //! Automata: each pattern's DFA alone (exact, or with bounded gaps widened when it does not
-//! fit), and the multi-pattern DFAs of a view, groups split until each fits its budget. The
-//! builds are tracked queries, shared with the analysis and reused across compilations.
+//! fit), the multi-pattern DFAs of a view, groups split until each fits its budget, and the
+//! lazy DFAs the collision analysis searches. The builds are tracked queries, reused across
+//! compilations.
 
 use regex_automata::dfa::{StartKind, dense};
+use regex_automata::hybrid;
 use regex_automata::nfa::thompson;
 use regex_automata::{MatchKind, util::syntax};
 use regex_syntax::hir::{Hir, HirKind, Repetition};
@@ -105,20 +107,25 @@ pub fn exact_attempt_budget(hir: &Hir, budget: usize) -> usize {
     }
 }
 
+/// The Thompson NFA of syntax trees, its heap limited (the limit stops repetition blow-up).
+fn build_nfa(hirs: &[Hir], nfa_bytes: usize) -> Result<thompson::NFA, AutomatonError> {
+    thompson::Compiler::new()
+        .syntax(syntax::Config::new())
+        .configure(thompson::Config::new().nfa_size_limit(Some(nfa_bytes)))
+        .build_many_from_hir(hirs)
+        .map_err(|error| match error.size_limit() {
+            Some(limit) => AutomatonError::Nfa { limit },
+            None => AutomatonError::Other(error.to_string()),
+        })
+}
+
 /// Builds one DFA from syntax trees under `limits`: the NFA first (its size limit stops
 /// repetition blow-up), then determinization (its working memory and the DFA's size limited).
 pub(crate) fn build_dfa(
     hirs: &[Hir],
     limits: Limits,
 ) -> Result<dense::DFA<Vec<u32>>, AutomatonError> {
-    let nfa = thompson::Compiler::new()
-        .syntax(syntax::Config::new())
-        .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa)))
-        .build_many_from_hir(hirs)
-        .map_err(|error| match error.size_limit() {
-            Some(limit) => AutomatonError::Nfa { limit },
-            None => AutomatonError::Other(error.to_string()),
-        })?;
+    let nfa = build_nfa(hirs, limits.nfa)?;
     dense::Builder::new()
         .configure(dfa_config(limits))
         .build_from_nfa(&nfa)
@@ -134,6 +141,67 @@ pub(crate) fn build_dfa(
                 AutomatonError::Dfa { limit: limits.dfa }
             }
         })
+}
+
+/// Builds a lazy DFA from a syntax tree: only its NFA is compiled now, and states are
+/// determinized as a search reaches them, in a cache of `cache_bytes` per search. The collision
+/// analysis explores a product of automata breadth-first and reaches a small part of each, so
+/// determinizing them whole would be most of a check's time for nothing.
+pub(crate) fn build_lazy_dfa(
+    hir: &Hir,
+    cache_bytes: usize,
+    nfa_bytes: usize,
+) -> Result<hybrid::dfa::DFA, AutomatonError> {
+    let nfa = build_nfa(std::slice::from_ref(hir), nfa_bytes)?;
+    hybrid::dfa::Builder::new()
+        .configure(
+            hybrid::dfa::Config::new()
+                .match_kind(MatchKind::All)
+                .byte_classes(true)
+                .cache_capacity(cache_bytes)
+                // A full cache is the budget's end: clearing it would invalidate the states a
+                // search holds.
+                .minimum_cache_clear_count(Some(0)),
+        )
+        .build_from_nfa(nfa)
+        .map_err(|error| {
+            // The one build error with a budget: the NFA needs a cache larger than allowed.
+            if error.to_string().contains("cache capacity") {
+                AutomatonError::Dfa { limit: cache_bytes }
+            } else {
+                AutomatonError::Other(error.to_string())
+            }
+        })
+}
+
+/// The syntax tree the analysis reads a pattern by: the pattern's own, unless it holds a long
+/// bounded repetition and its exact DFA does not fit `first_attempt` (the lowering's first,
+/// shared attempt), when bounded gaps are widened (an over-approximation, flagged `true`).
+/// Widening keeps the product search from counting every position of a gap.
+pub(crate) fn analysed_hir(
+    db: &dyn Db,
+    pattern: &str,
+    first_attempt: usize,
+    determinize: usize,
+    nfa: usize,
+) -> Result<(Hir, bool), AutomatonError> {
+    let hir = parsed_hir(db, pattern)?;
+    if !has_long_bounded_repetition(&hir) {
+        return Ok((hir, false));
+    }
+    let limit = exact_attempt_budget(&hir, first_attempt);
+    let key = ExactKey::new(
+        db,
+        pattern.to_owned(),
+        false,
+        limit,
+        limit.saturating_mul(2).min(determinize),
+        nfa,
+    );
+    match exact_dfa(db, key) {
+        Ok(_) => Ok((hir, false)),
+        Err(_) => Ok((widen(&hir), true)),
+    }
 }
 
 /// A pattern's syntax tree, parsed once per session.
@@ -232,13 +300,27 @@ pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, Automaton
     }
 }
 
-/// A pattern prepared for the DFA: its syntax tree (widened when approximate).
+/// A pattern prepared for the lowering: for one that gets a DFA, the syntax tree the DFA is
+/// built from (widened when approximate) and the size of its DFA alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepared {
     pub(super) pattern: String,
-    hir: Hir,
+    /// `None` for a pattern the runtime searches by its regex only: no DFA is built for it.
+    hir: Option<Hir>,
     pub(super) approximate: bool,
-    pub(super) alone_bytes: usize,
+    pub(super) alone_bytes: Option<usize>,
+}
+
+impl Prepared {
+    /// A pattern that gets no DFA (only gated rules read it).
+    pub(super) fn regex_only(pattern: &str) -> Self {
+        Prepared {
+            pattern: pattern.to_owned(),
+            hir: None,
+            approximate: false,
+            alone_bytes: None,
+        }
+    }
 }
 
 /// Prepares a pattern: its DFA alone, exact if it fits, else with bounded gaps widened. Tracked:
@@ -248,8 +330,8 @@ pub fn prepared<'db>(db: &'db dyn Db, key: PatternKey<'db>) -> Result<Prepared, 
     let built = alone(db, key)?;
     Ok(Prepared {
         pattern: key.text(db).clone(),
-        alone_bytes: built.dfa.memory_usage(),
-        hir: built.hir,
+        alone_bytes: Some(built.dfa.memory_usage()),
+        hir: Some(built.hir),
         approximate: built.approximate,
     })
 }
@@ -258,9 +340,9 @@ pub fn prepared<'db>(db: &'db dyn Db, key: PatternKey<'db>) -> Result<Prepared, 
 /// that determinizing one group stays fast and an edit rebuilds one group, not all.
 pub const GROUP_SIZE: usize = 16;
 
-/// Groups the patterns of a view: exact and widened patterns apart; each kind in buckets by a
-/// stable hash of the id of the rule that uses the pattern, so that editing a rule's pattern
-/// changes its own bucket only.
+/// Groups the patterns of a view that get a DFA: exact and widened patterns apart; each kind in
+/// buckets by a stable hash of the id of the rule that uses the pattern, so that editing a
+/// rule's pattern changes its own bucket only.
 pub(super) fn groups(prepared: &[Prepared], owners: &[String]) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     for approximate in [false, true] {
@@ -268,14 +350,18 @@ pub(super) fn groups(prepared: &[Prepared], owners: &[String]) -> Vec<Vec<usize>
             .filter(|&i| {
                 prepared
                     .get(i)
-                    .is_some_and(|p| p.approximate == approximate)
+                    .is_some_and(|p| p.hir.is_some() && p.approximate == approximate)
             })
             .collect();
         // Gap-style patterns (`.*`, `[^\n]*`, widened bounded gaps) multiply each other's size in
         // a union (four of the reference catalogue's take 12 MB together, 60-225 KB apart),
         // and a failed determinization costs seconds: each gets a DFA of its own.
         let (gapped, members): (Vec<usize>, Vec<usize>) = members.into_iter().partition(|&index| {
-            approximate || prepared.get(index).is_some_and(|p| has_gap(&p.hir))
+            approximate
+                || prepared
+                    .get(index)
+                    .and_then(|p| p.hir.as_ref())
+                    .is_some_and(has_gap)
         });
         out.extend(gapped.into_iter().map(|index| vec![index]));
         let buckets = members

@@ -35,7 +35,7 @@ use faultline_runtime::build::{
 };
 use faultline_runtime::{Bundle, REDACTION_VERSION, TextView};
 
-use crate::db::{Db, PatternKey};
+use crate::db::{Db, PatternKey, RegexKey};
 use crate::ir::{Catalogue, MatcherKind, RemediationSpec, RuleDef, RuleIndex, TextMatcher};
 use crate::literals;
 use crate::priority::Priority;
@@ -47,8 +47,9 @@ pub struct PatternReport {
     pub view: TextView,
     /// The pattern (lowered syntax).
     pub pattern: String,
-    /// Size of its DFA alone, in bytes.
-    pub alone_bytes: usize,
+    /// Size of its DFA alone, in bytes; `None` for a pattern that gets no DFA (only gated rules
+    /// read it, and the runtime searches it with its regex).
+    pub alone_bytes: Option<usize>,
     /// Whether bounded gaps were widened for the DFA.
     pub approximate: bool,
 }
@@ -216,9 +217,8 @@ pub fn lower(
         .map(|index| include.get(index).copied().unwrap_or(false))
         .collect();
     let mut diagnostics = Vec::new();
-    let mut regexes = HashMap::new();
     loop {
-        match lower_included(db, catalogue, priority, budget, &included, &mut regexes) {
+        match lower_included(db, catalogue, priority, budget, &included) {
             Ok(mut lowered) => {
                 lowered.included = included;
                 return (lowered, diagnostics);
@@ -242,22 +242,25 @@ pub fn lower(
     }
 }
 
-/// Checks that `pattern` compiles as a `regex` within the regex budget (memoized per lowering).
-fn regex_fits(
-    pattern: &str,
-    budget: &Budget,
-    memo: &mut HashMap<String, Option<AutomatonError>>,
-) -> Option<AutomatonError> {
-    memo.entry(pattern.to_owned())
-        .or_insert_with(|| {
-            crate::pattern::regex(pattern, budget.regex_limit())
-                .err()
-                .map(|error| match error {
-                    regex::Error::CompiledTooBig(limit) => AutomatonError::Regex { limit },
-                    other => AutomatonError::Other(other.to_string()),
-                })
+/// Checks that `pattern` compiles as a `regex` within the regex budget.
+fn regex_fits(db: &dyn Db, pattern: &str, budget: &Budget) -> Option<AutomatonError> {
+    regex_error(
+        db,
+        RegexKey::new(db, pattern.to_owned(), budget.regex_limit()),
+    )
+    .clone()
+}
+
+/// Why a pattern does not compile as a `regex` within a size limit, if it does not. Tracked:
+/// compiled once per session, and ahead of the lowering on worker threads.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn regex_error<'db>(db: &'db dyn Db, key: RegexKey<'db>) -> Option<AutomatonError> {
+    crate::pattern::regex(key.text(db), *key.limit(db))
+        .err()
+        .map(|error| match error {
+            regex::Error::CompiledTooBig(limit) => AutomatonError::Regex { limit },
+            other => AutomatonError::Other(other.to_string()),
         })
-        .clone()
 }
 
 /// The regexes the runtime compiles for a rule (on first use), besides those of widened
@@ -311,37 +314,12 @@ fn pattern_key<'db>(db: &'db dyn Db, pattern: &str, budget: &Budget) -> PatternK
     )
 }
 
-/// Threads that prepare patterns at once. Each build may hold the memory one pattern is
-/// allowed (docs/bundle.md, "Memory ceiling"), so this also multiplies that ceiling.
-const PREPARE_THREADS: usize = 2;
-
 /// Prepares the patterns on worker threads ahead of the lowering, which then finds them
-/// memoized: the builds are independent of one another and are most of a check's time. Where
-/// threads are unavailable, the lowering simply builds them itself.
+/// memoized: the builds are independent of one another and are most of a build's time.
 fn prepare_in_parallel(db: &dyn Db, patterns: &[&str], budget: &Budget) {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .min(PREPARE_THREADS)
-        .min(patterns.len());
-    if threads < 2 {
-        return;
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let fork = db.fork();
-            let next = &next;
-            let worker = move || {
-                while let Some(pattern) =
-                    patterns.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    // Errors are reported by the lowering, which reads the memoized result.
-                    let _ = prepared(&*fork, pattern_key(&*fork, pattern, budget));
-                }
-            };
-            // A thread that cannot be spawned leaves its patterns to the others or the lowering.
-            let _ = std::thread::Builder::new().spawn_scoped(scope, worker);
-        }
+    crate::db::prefetch_in_parallel(db, patterns, |db, pattern| {
+        // Errors are reported by the lowering, which reads the memoized result.
+        let _ = prepared(db, pattern_key(db, pattern, budget));
     });
 }
 
@@ -351,7 +329,6 @@ fn lower_included(
     priority: &Priority,
     budget: &Budget,
     included: &[bool],
-    regexes: &mut HashMap<String, Option<AutomatonError>>,
 ) -> Result<Lowered, Vec<(RuleIndex, Diagnostic)>> {
     let order: Vec<RuleIndex> = priority
         .order()
@@ -391,7 +368,7 @@ fn lower_included(
             }
         }
         for (pattern, span) in runtime_regexes(rule) {
-            if let Some(error) = regex_fits(&pattern, budget, regexes) {
+            if let Some(error) = regex_fits(db, &pattern, budget) {
                 fail(&mut failures, &[(rule_index, span)], &error);
             }
         }
@@ -411,24 +388,34 @@ fn lower_included(
         uses.iter()
             .all(|(rule_index, _)| gated.get(rule_index.as_usize()).copied().unwrap_or(false))
     };
-    let mut all_patterns: Vec<&str> = view_patterns
+    // Only the patterns that get a DFA are built: a gated pattern's automaton would be most of
+    // the build's time (the largest unions of the catalogue are gated) and never shipped.
+    let mut dfa_patterns: Vec<&str> = view_patterns
         .values()
         .flatten()
+        .filter(|(_, uses)| !regex_only(uses))
         .map(|(pattern, _)| pattern.as_str())
         .collect();
     // Longest first, a rough proxy for the costliest: the last build to start ends the wait.
-    all_patterns.sort_by_key(|pattern| std::cmp::Reverse(pattern.len()));
-    prepare_in_parallel(db, &all_patterns, budget);
+    dfa_patterns.sort_by_key(|pattern| std::cmp::Reverse(pattern.len()));
+    prepare_in_parallel(db, &dfa_patterns, budget);
     let mut prepared_views: Vec<(TextView, Vec<Prepared>)> = Vec::new();
     for (view, patterns) in &view_patterns {
         let mut prepared_patterns = Vec::new();
         for (pattern, uses) in patterns {
+            if regex_only(uses) {
+                // The runtime searches a pattern without a DFA with its regex.
+                if let Some(error) = regex_fits(db, pattern, budget) {
+                    fail(&mut failures, uses, &error);
+                }
+                prepared_patterns.push(Prepared::regex_only(pattern));
+                continue;
+            }
             match prepared(db, pattern_key(db, pattern, budget)) {
                 Ok(p) => {
-                    // The runtime confirms every hit of a widened pattern with its exact regex,
-                    // and searches a pattern without a DFA with it.
-                    if (p.approximate || regex_only(uses))
-                        && let Some(error) = regex_fits(pattern, budget, regexes)
+                    // The runtime confirms every hit of a widened pattern with its exact regex.
+                    if p.approximate
+                        && let Some(error) = regex_fits(db, pattern, budget)
                     {
                         fail(&mut failures, uses, &error);
                     }
@@ -457,17 +444,6 @@ fn lower_included(
             })
             .collect();
         for group in groups(prepared_patterns, &owners) {
-            let group: Vec<usize> = group
-                .into_iter()
-                .filter(|&member| {
-                    patterns
-                        .get(member)
-                        .is_none_or(|(_, uses)| !regex_only(uses))
-                })
-                .collect();
-            if group.is_empty() {
-                continue;
-            }
             if let Err((member, error)) =
                 partition(db, prepared_patterns, &group, budget, &mut built)
             {
@@ -498,7 +474,7 @@ fn lower_included(
                             pattern: dfa_pattern as u32,
                         }),
                         approximate: p.approximate,
-                        alone_bytes: p.alone_bytes as u64,
+                        alone_bytes: p.alone_bytes.unwrap_or(0) as u64,
                     });
                 }
             }
@@ -513,7 +489,7 @@ fn lower_included(
                     pattern: p.pattern.clone(),
                     dfa: None,
                     approximate: p.approximate,
-                    alone_bytes: p.alone_bytes as u64,
+                    alone_bytes: p.alone_bytes.unwrap_or(0) as u64,
                 });
             }
         }

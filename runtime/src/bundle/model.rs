@@ -341,7 +341,8 @@ pub struct PatternEntry {
     /// The DFA holds an over-approximation (bounded gaps widened): a DFA match must be
     /// confirmed by the exact pattern.
     pub approximate: bool,
-    /// Size of the pattern's DFA built alone, in bytes (for `faultline inspect`).
+    /// Size of the pattern's DFA built alone, in bytes (for `faultline inspect`); 0 for a
+    /// pattern without a DFA, for which none is built.
     pub alone_bytes: u64,
 }
 

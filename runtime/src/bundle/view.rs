@@ -267,9 +267,10 @@ impl<'a> PatternView<'a> {
         self.entry.approximate
     }
 
-    /// The size, in bytes, of its automaton built alone.
-    pub fn alone_bytes(&self) -> u64 {
-        self.entry.alone_bytes
+    /// The size, in bytes, of its automaton built alone; `None` for a pattern that no DFA of
+    /// the bundle searches for (see [`PatternView::has_dfa`]).
+    pub fn alone_bytes(&self) -> Option<u64> {
+        self.entry.dfa.map(|_| self.entry.alone_bytes)
     }
 
     /// Whether a DFA of the bundle searches for it. A pattern that only rules behind the
