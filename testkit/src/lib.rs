@@ -12,15 +12,25 @@
 )]
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use faultline_compiler::{Compilation, Compiler};
 use faultline_dsl::{MemorySources, SourceProvider};
 use faultline_runtime::{Bundle, Evidence};
 use serde_json::Value;
 
-/// The repository root.
+/// The repository root: this checkout's, or the one `FAULTLINE_REPO_ROOT` names. The override
+/// lets a catalogue author run already-built test binaries (the corpus, conformance and fixture
+/// tests) against another checkout's catalogue and fixtures, a branch in a worktree for
+/// example, without compiling them again there.
 pub fn root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+    static ROOT: LazyLock<PathBuf> = LazyLock::new(|| {
+        std::env::var_os("FAULTLINE_REPO_ROOT").map_or_else(
+            || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")),
+            PathBuf::from,
+        )
+    });
+    &ROOT
 }
 
 /// Reads catalogue sources from the file system (the libraries do no I/O of their own), with no
