@@ -6,7 +6,11 @@
 //!
 //! Requirements are derived from the regex syntax tree, never by harvesting every literal in a
 //! pattern (that is not conservative: `x(?:verylongtoken)?y`). Words are runs of ASCII letters,
-//! digits and `_`, lowercased, of at least [`MIN_WORD`] characters. Redaction only removes text
+//! digits and `_`, lowercased, of at least [`MIN_WORD`] characters, or runs of at least
+//! [`MIN_CJK_WORD`] Chinese, Japanese or Korean characters ([`is_cjk`]: scripts without case, so
+//! the runtime's ASCII-case-insensitive search finds them exactly as a case-insensitive pattern
+//! does), so that a provider's or relay's Chinese sentence gates its rule as an English one
+//! would. Where the two kinds meet, one run ends and the other begins. Redaction only removes text
 //! and writes markers between non-word characters, so a word of the sanitized view is also in
 //! the raw text the prefilter scans, except parts of the words of the markers it introduces
 //! (`faultline_runtime::build::INTRODUCED_WORDS`): such a word is dropped from its conjunct, and
@@ -14,8 +18,11 @@
 
 use regex_syntax::hir::{Class, Hir, HirKind};
 
-/// The shortest useful prefilter word.
+/// The shortest useful prefilter word of ASCII characters.
 pub const MIN_WORD: usize = 3;
+/// The shortest useful prefilter word of CJK characters: one ideograph (`的`, `错`) is as
+/// frequent in Chinese text as a short English word, two (`余额`, `限流`) are a word.
+pub const MIN_CJK_WORD: usize = 2;
 /// Alternations with more branches make a rule ungated rather than flood the prefilter.
 pub const MAX_ALTERNATIVES: usize = 64;
 /// The longest prefilter word: a longer one is required by its first bytes only (still a
@@ -96,6 +103,68 @@ fn single_word_char(class: &Class) -> Option<char> {
     (is_word && lower.iter().all(|c| *c == first)).then_some(first)
 }
 
+/// Whether `c` is a Chinese, Japanese or Korean character of a word: kana, CJK ideographs
+/// (unified, extensions, compatibility) and Hangul syllables. None of them has a case variant,
+/// so a case-insensitive pattern matches them as written (`regex-syntax` keeps them literals).
+pub fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}'
+        | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{AC00}'..='\u{D7A3}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{20000}'..='\u{2FA1F}')
+}
+
+/// The two kinds of word: a run never mixes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WordKind {
+    Ascii,
+    Cjk,
+}
+
+fn word_kind(c: char) -> Option<WordKind> {
+    if c.is_ascii_alphanumeric() || c == '_' {
+        Some(WordKind::Ascii)
+    } else if is_cjk(c) {
+        Some(WordKind::Cjk)
+    } else {
+        None
+    }
+}
+
+/// The run of word characters being read, character by character: [`WordRun::push`] and
+/// [`WordRun::end`] give back the word a run made when it ends, if long enough to be one.
+#[derive(Debug, Default)]
+struct WordRun {
+    text: String,
+    kind: Option<WordKind>,
+}
+
+impl WordRun {
+    /// Adds `c`, ending the current run first if `c` is no word character or of the other kind.
+    fn push(&mut self, c: char) -> Option<String> {
+        let kind = word_kind(c);
+        let ended = if kind == self.kind { None } else { self.end() };
+        if let Some(kind) = kind {
+            self.kind = Some(kind);
+            self.text.push(c.to_ascii_lowercase());
+        }
+        ended
+    }
+
+    /// Ends the current run: its word, if it is long enough.
+    fn end(&mut self) -> Option<String> {
+        let text = std::mem::take(&mut self.text);
+        let long_enough = match self.kind.take() {
+            Some(WordKind::Ascii) => text.len() >= MIN_WORD,
+            Some(WordKind::Cjk) => text.chars().count() >= MIN_CJK_WORD,
+            None => false,
+        };
+        long_enough.then_some(text)
+    }
+}
+
 /// One element of a concatenation: a known word character, or something else.
 enum Atom {
     Char(char),
@@ -121,10 +190,8 @@ fn better(a: Option<Requirement>, b: Option<Requirement>) -> Option<Requirement>
     }
 }
 
-fn run_requirement(run: &str) -> Option<Requirement> {
-    (run.len() >= MIN_WORD).then(|| Requirement {
-        words: vec![run.to_owned()],
-    })
+fn word_requirement(word: Option<String>) -> Option<Requirement> {
+    word.map(|word| Requirement { words: vec![word] })
 }
 
 /// The requirement of a syntax tree, if it has one.
@@ -133,44 +200,41 @@ pub fn requirement(hir: &Hir) -> Option<Requirement> {
         HirKind::Empty | HirKind::Look(_) => None,
         HirKind::Literal(literal) => {
             // A literal's bytes: keep the best run of word characters.
-            let text = String::from_utf8_lossy(&literal.0).to_ascii_lowercase();
-            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .filter_map(run_requirement)
-                .fold(None, |best, next| better(best, Some(next)))
+            let mut run = WordRun::default();
+            let mut best = None;
+            for c in String::from_utf8_lossy(&literal.0).chars() {
+                best = better(best, word_requirement(run.push(c)));
+            }
+            better(best, word_requirement(run.end()))
         }
-        HirKind::Class(class) => {
-            single_word_char(class).and_then(|c| run_requirement(&c.to_string()))
-        }
+        HirKind::Class(class) => single_word_char(class).and_then(|c| {
+            let mut run = WordRun::default();
+            run.push(c);
+            word_requirement(run.end())
+        }),
         HirKind::Repetition(repetition) if repetition.min >= 1 => requirement(&repetition.sub),
         HirKind::Repetition(_) => None,
         HirKind::Capture(capture) => requirement(&capture.sub),
         HirKind::Concat(parts) => {
             let mut best = None;
-            let mut run = String::new();
+            let mut run = WordRun::default();
             for part in parts {
                 // A literal inside a concatenation contributes its characters to the run.
                 if let HirKind::Literal(literal) = part.kind() {
-                    let text = String::from_utf8_lossy(&literal.0).to_ascii_lowercase();
-                    for c in text.chars() {
-                        if c.is_ascii_alphanumeric() || c == '_' {
-                            run.push(c);
-                        } else {
-                            best = better(best, run_requirement(&run));
-                            run.clear();
-                        }
+                    for c in String::from_utf8_lossy(&literal.0).chars() {
+                        best = better(best, word_requirement(run.push(c)));
                     }
                     continue;
                 }
                 match atom(part) {
-                    Atom::Char(c) => run.push(c),
+                    Atom::Char(c) => best = better(best, word_requirement(run.push(c))),
                     Atom::Other(requirement) => {
-                        best = better(best, run_requirement(&run));
-                        run.clear();
+                        best = better(best, word_requirement(run.end()));
                         best = better(best, requirement);
                     }
                 }
             }
-            better(best, run_requirement(&run))
+            better(best, word_requirement(run.end()))
         }
         HirKind::Alternation(branches) => {
             let mut words = Vec::new();
@@ -235,8 +299,12 @@ fn conjunct_strength(words: &[String]) -> (usize, usize, usize) {
 /// duplicates and words another word contains are dropped (the longer one implies them).
 fn trimmed(mut words: Vec<String>) -> Vec<String> {
     for word in &mut words {
-        // Words are ASCII: any byte is a character boundary.
-        word.truncate(MAX_WORD);
+        // A CJK word is cut at the character boundary at or before the limit.
+        let mut end = MAX_WORD.min(word.len());
+        while !word.is_char_boundary(end) {
+            end -= 1;
+        }
+        word.truncate(end);
     }
     words.sort();
     words.dedup();
@@ -319,13 +387,12 @@ fn either(mut conjuncts: Vec<Vec<String>>) -> Option<Vec<Vec<String>>> {
     (singles.len() <= MAX_ALTERNATIVES).then_some(singles)
 }
 
-/// The words of a literal's text, runs of word characters of at least [`MIN_WORD`].
+/// The words of a literal's text: runs of word characters long enough to be words.
 fn literal_words(text: &str) -> Vec<String> {
-    text.to_ascii_lowercase()
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|run| run.len() >= MIN_WORD)
-        .map(str::to_owned)
-        .collect()
+    let mut run = WordRun::default();
+    let mut words: Vec<String> = text.chars().filter_map(|c| run.push(c)).collect();
+    words.extend(run.end());
+    words
 }
 
 /// The conjuncts of a syntax tree; `None` when a match may hold no required word.
@@ -343,36 +410,28 @@ pub(crate) fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
             // Runs of word characters across literals and one-letter classes are words; every
             // other part contributes its own conjuncts, all of them required together.
             let mut required: Vec<Vec<String>> = vec![Vec::new()];
-            let mut run = String::new();
+            let mut run = WordRun::default();
             let mut words = Vec::new();
             for part in parts {
                 if let HirKind::Literal(literal) = part.kind() {
-                    for c in String::from_utf8_lossy(&literal.0)
-                        .to_ascii_lowercase()
-                        .chars()
-                    {
-                        if c.is_ascii_alphanumeric() || c == '_' {
-                            run.push(c);
-                        } else if !run.is_empty() {
-                            words.push(std::mem::take(&mut run));
-                        }
-                    }
+                    words.extend(
+                        String::from_utf8_lossy(&literal.0)
+                            .chars()
+                            .filter_map(|c| run.push(c)),
+                    );
                     continue;
                 }
                 match atom(part) {
-                    Atom::Char(c) => run.push(c),
+                    Atom::Char(c) => words.extend(run.push(c)),
                     Atom::Other(_) => {
-                        if !run.is_empty() {
-                            words.push(std::mem::take(&mut run));
-                        }
+                        words.extend(run.end());
                         if let Some(part) = conjuncts_of(part) {
                             required = both(required, part);
                         }
                     }
                 }
             }
-            words.push(run);
-            words.retain(|word| word.len() >= MIN_WORD);
+            words.extend(run.end());
             if !words.is_empty() {
                 required = both(required, vec![trimmed(words)]);
             }
@@ -534,6 +593,43 @@ mod tests {
                 &["charlie", "alpha"],
                 &["charlie", "bravo"],
             ])
+        );
+    }
+
+    #[test]
+    fn cjk_runs_are_words_and_never_mix_with_ascii_ones() {
+        // Z.ai's 1113 notice: its runs between punctuation are required together.
+        assert_eq!(
+            conjuncts(r"余额不足或无可用资源包,请充值"),
+            owned(&[&["余额不足或无可用资源包", "请充值"]])
+        );
+        // One ideograph is no word, as a two-letter ASCII run is none.
+        assert_eq!(conjuncts(r"错|ab"), None);
+        // Where ASCII meets CJK one run ends and the other begins; under `(?i)` the ideographs
+        // stay as written and the ASCII word is lowercased.
+        assert_eq!(conjuncts(r"(?i)Quota超限"), owned(&[&["超限", "quota"]]));
+        assert_eq!(
+            words(r"(?i)令牌额度已用尽|quota_exceeded"),
+            Some(vec!["quota_exceeded".into(), "令牌额度已用尽".into()])
+        );
+        // Kana and Hangul are words too.
+        assert_eq!(conjuncts(r"レート制限"), owned(&[&["レート制限"]]));
+        assert_eq!(conjuncts(r"요청 한도"), owned(&[&["요청", "한도"]]));
+        // Literals matched as written split the same way.
+        assert_eq!(
+            literal_conjuncts("当前分组上游负载已饱和，请稍后再试").map(|c| c.conjuncts),
+            owned(&[&["当前分组上游负载已饱和", "请稍后再试"]])
+        );
+    }
+
+    #[test]
+    fn a_long_cjk_word_is_cut_at_a_character_boundary() {
+        // 30 ideographs are 90 bytes: the word keeps the 21 (63 bytes) within the 64-byte limit.
+        let sentence = "请求".repeat(15);
+        let kept: String = sentence.chars().take(21).collect();
+        assert_eq!(
+            literal_conjuncts(&sentence).map(|c| c.conjuncts),
+            Some(vec![vec![kept]])
         );
     }
 

@@ -497,13 +497,15 @@ diagnostic_codes! {
     /// A rule reads the evidence text, but the literal prefilter finds no word it can require of
     /// every text the rule fires on, so the rule is never skipped: every piece of evidence runs
     /// the automata, and ordinary output is no longer turned away before them. The prefilter
-    /// words are runs of at least three ASCII letters, digits or `_` that every match must
-    /// contain; an alternative made only of non-ASCII text, punctuation, short tokens or
+    /// words are runs of at least three ASCII letters, digits or `_`, or of at least two Chinese,
+    /// Japanese or Korean characters (ideographs, kana, Hangul), that every match must
+    /// contain; an alternative made only of other non-ASCII text (accented or Cyrillic letters,
+    /// which have case variants), punctuation, short tokens or
     /// optional parts (`(?:token)?`) has none, nor has an alternation of more than 64 branches,
     /// and a word the redaction may write (`redacted`, `path`) does not count in the sanitized
     /// view. The label is on the first text matcher of the rule.
     ///
-    /// Fix: give every alternative of the pattern a distinctive ASCII word that it requires (a
+    /// Fix: give every alternative of the pattern a distinctive word that it requires (a
     /// provider's phrase, an error type, a JSON key), or split the rule.
     UngatedRule = "0113", "ungated-rule", Warning, "rule has no prefilter word";
 }

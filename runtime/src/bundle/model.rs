@@ -23,7 +23,7 @@ pub struct CatalogueModel {
     pub rules: Vec<RuleEntry>,
     /// One entry per text view that any rule reads.
     pub views: Vec<ViewEntry>,
-    /// Prefilter: literals (ASCII-lowercase) of which a gated rule needs at least one.
+    /// Prefilter: literals (ASCII lowercase, or CJK) of which a gated rule needs at least one.
     pub literals: Vec<LiteralEntry>,
     /// The catalogue's recovery policy (format 6); `None` when the catalogue has no `policy`
     /// block, and in bundles of older formats: the loader gives those the reference's defaults.
@@ -410,7 +410,7 @@ pub struct DfaEntry {
 /// A prefilter literal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiteralEntry {
-    /// ASCII-lowercase literal of `[a-z0-9_]`.
+    /// A literal of `[a-z0-9_]` (ASCII lowercase) or of CJK characters (which have no case).
     pub literal: String,
     /// The literal contains `k` or `s`, which case-insensitive patterns also match as U+212A
     /// and U+017F: text holding either character passes the prefilter for it.

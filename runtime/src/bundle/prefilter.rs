@@ -1,9 +1,9 @@
 //! The literal prefilter and the gate: the cheap passes that decide which rules a
 //! classification evaluates at all.
 //!
-//! The compiler records, for every gated rule, conjuncts of literals (ASCII-lowercase, compared
-//! case-insensitively): any match of the rule holds every literal of at least one of them. One
-//! Aho-Corasick pass over the raw text finds every literal that occurs; a conjunct
+//! The compiler records, for every gated rule, conjuncts of literals (ASCII-lowercase words,
+//! compared case-insensitively, or runs of CJK characters, which have no case): any match of the
+//! rule holds every literal of at least one of them. One Aho-Corasick pass over the raw text finds every literal that occurs; a conjunct
 //! all of whose literals occur is complete. A gated rule none of whose conjuncts is complete
 //! cannot fire, so the rule walk (`super::classify`) skips it. The gate,
 //! [`crate::Bundle::may_classify`], looks at the same conjuncts of the rules above low
