@@ -593,6 +593,31 @@ mod tests {
     use crate::test_support::{catalogue, found, loaded, rule};
 
     #[test]
+    fn a_rule_that_reads_only_a_chinese_sentence_is_gated_by_its_words() {
+        // new-api's rewritten upstream 429: no ASCII word, yet the prefilter can require its
+        // runs of ideographs, so ordinary text never reaches the rule's automaton.
+        let loaded = loaded(&catalogue(&rule(
+            "test.upstream_saturated.v1",
+            "rate_limited",
+            "    match regex r\"当前分组上游负载已饱和，请稍后再试\"",
+            "当前分组上游负载已饱和，请稍后再试 (request id: 2025)",
+        )));
+        let compilation = Compiler::new().compile(&loaded);
+        use faultline_runtime::Evidence;
+        assert!(
+            found(&compilation.diagnostics, Code::UngatedRule).is_empty(),
+            "{:#?}",
+            compilation.diagnostics
+        );
+        let bundle = Bundle::from_bytes(compilation.bundle.as_deref().unwrap()).unwrap();
+        let text = |text: &str| Evidence::new().with_stderr(text);
+        assert!(bundle.may_classify(&text("429 当前分组上游负载已饱和，请稍后再试")));
+        // Ordinary text, English or Chinese, is turned away before any automaton.
+        assert!(!bundle.may_classify(&text("the upstream load is saturated, retry later")));
+        assert!(!bundle.may_classify(&text("请稍后再试一次")));
+    }
+
+    #[test]
     fn a_bundle_the_runtime_refuses_is_fl0112_on_the_catalogue_header() {
         let loaded = loaded(&catalogue(&rule(
             "test.overloaded.v1",

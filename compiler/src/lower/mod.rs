@@ -151,9 +151,9 @@ pub fn ungated_rules(db: &dyn Db, catalogue: &Catalogue, include: &[bool]) -> Ve
                 .primary(
                     &rule.origin.file,
                     first_text_matcher.span,
-                    "some text this matches holds no required ASCII word of 3 or more characters",
+                    "some text this matches holds no required word (3 or more ASCII letters, digits or `_`, or 2 or more CJK characters)",
                 )
-                .help("give every alternative a distinctive ASCII word it requires (a provider's phrase, an error type, a JSON key), or split the rule"),
+                .help("give every alternative a distinctive word it requires (a provider's phrase, an error type, a JSON key), or split the rule"),
             )
         })
         .collect()
