@@ -885,7 +885,7 @@ fn assert_agreement(engines: &Engines, set: &str, inputs: &[Evidence]) {
             assert!(
                 agrees,
                 "{set} input {index}: {engine} disagrees with the reference ({engine}: {}, reference: {expected:?})\n{}",
-                rule.map_or_else(|| format!("{winner:?}"), |rule| rule),
+                rule.unwrap_or_else(|| format!("{winner:?}")),
                 serde_json::to_string(input).unwrap_or_default()
             );
         }
@@ -1077,6 +1077,10 @@ fn bench_rejecting(c: &mut Criterion, engines: &Engines, inputs: &[Evidence]) {
 
 fn main() {
     let started = SystemTime::now();
+    #[cfg_attr(
+        not(feature = "vectorscan"),
+        allow(unused_mut, reason = "only the Vectorscan engine is repaired in place")
+    )]
     let mut engines = engines();
     let (prose, prose_origin) = prose_chunks();
     eprintln!("prose chunks: {prose_origin}");
