@@ -134,18 +134,55 @@ fn word_kind(c: char) -> Option<WordKind> {
 }
 
 /// The run of word characters being read, character by character: [`WordRun::push`] and
-/// [`WordRun::end`] give back the word a run made when it ends, if long enough to be one.
+/// [`WordRun::end`] give back the words a run made when it ends, if long enough to be words.
+///
+/// A run that [`WordRun::joining`] made also joins ASCII word characters across single ASCII
+/// punctuation characters (`i/o`, `api.openai.com`, `x-api-key`): one literal, far rarer in
+/// ordinary text than its parts (`i/o timeout` otherwise requires only `timeout`). It is kept
+/// whole only when the redaction could not have written it
+/// (`faultline_runtime::build::joined_literal_is_raw`);
+/// otherwise its words are required instead, as a run that does not join gives them.
 #[derive(Debug, Default)]
 struct WordRun {
     text: String,
     kind: Option<WordKind>,
+    /// Whether ASCII punctuation between word characters stays in the run.
+    joins: bool,
+    /// A punctuation character read after an ASCII word character, kept if a word character
+    /// follows it.
+    pending: Option<char>,
 }
 
 impl WordRun {
+    /// A run that joins words across single punctuation characters.
+    fn joining() -> WordRun {
+        WordRun {
+            joins: true,
+            ..WordRun::default()
+        }
+    }
+
     /// Adds `c`, ending the current run first if `c` is no word character or of the other kind.
-    fn push(&mut self, c: char) -> Option<String> {
+    fn push(&mut self, c: char) -> Vec<String> {
         let kind = word_kind(c);
-        let ended = if kind == self.kind { None } else { self.end() };
+        if self.joins && self.kind == Some(WordKind::Ascii) {
+            if kind == Some(WordKind::Ascii) {
+                if let Some(punctuation) = self.pending.take() {
+                    self.text.push(punctuation);
+                }
+                self.text.push(c.to_ascii_lowercase());
+                return Vec::new();
+            }
+            if kind.is_none() && c.is_ascii_punctuation() && self.pending.is_none() {
+                self.pending = Some(c);
+                return Vec::new();
+            }
+        }
+        let ended = if kind == self.kind && self.pending.is_none() {
+            Vec::new()
+        } else {
+            self.end()
+        };
         if let Some(kind) = kind {
             self.kind = Some(kind);
             self.text.push(c.to_ascii_lowercase());
@@ -153,15 +190,31 @@ impl WordRun {
         ended
     }
 
-    /// Ends the current run: its word, if it is long enough.
-    fn end(&mut self) -> Option<String> {
+    /// Ends the current run: its word, if it is long enough, or the words of a joined run the
+    /// redaction could have written.
+    fn end(&mut self) -> Vec<String> {
         let text = std::mem::take(&mut self.text);
-        let long_enough = match self.kind.take() {
-            Some(WordKind::Ascii) => text.len() >= MIN_WORD,
-            Some(WordKind::Cjk) => text.chars().count() >= MIN_CJK_WORD,
-            None => false,
+        self.pending = None;
+        let long_enough = |word: &str, kind| match kind {
+            WordKind::Ascii => word.len() >= MIN_WORD,
+            WordKind::Cjk => word.chars().count() >= MIN_CJK_WORD,
         };
-        long_enough.then_some(text)
+        let Some(kind) = self.kind.take() else {
+            return Vec::new();
+        };
+        let joined = text.contains(|c: char| c.is_ascii_punctuation() && c != '_');
+        if joined && !faultline_runtime::build::joined_literal_is_raw(&text) {
+            return text
+                .split(|c: char| c.is_ascii_punctuation() && c != '_')
+                .filter(|word| long_enough(word, kind))
+                .map(str::to_owned)
+                .collect();
+        }
+        if long_enough(&text, kind) {
+            vec![text]
+        } else {
+            Vec::new()
+        }
     }
 }
 
@@ -190,8 +243,12 @@ fn better(a: Option<Requirement>, b: Option<Requirement>) -> Option<Requirement>
     }
 }
 
-fn word_requirement(word: Option<String>) -> Option<Requirement> {
-    word.map(|word| Requirement { words: vec![word] })
+/// The strongest of words a run gave, each of them required.
+fn word_requirement(words: Vec<String>) -> Option<Requirement> {
+    words
+        .into_iter()
+        .map(|word| Requirement { words: vec![word] })
+        .fold(None, |best, word| better(best, Some(word)))
 }
 
 /// The requirement of a syntax tree, if it has one.
@@ -387,37 +444,54 @@ fn either(mut conjuncts: Vec<Vec<String>>) -> Option<Vec<Vec<String>>> {
     (singles.len() <= MAX_ALTERNATIVES).then_some(singles)
 }
 
-/// The words of a literal's text: runs of word characters long enough to be words.
-fn literal_words(text: &str) -> Vec<String> {
-    let mut run = WordRun::default();
-    let mut words: Vec<String> = text.chars().filter_map(|c| run.push(c)).collect();
+/// The words of a literal's text: runs of word characters long enough to be words, joined
+/// across single punctuation characters where [`WordRun::joining`] keeps them whole.
+fn literal_words(text: &str, joins: bool) -> Vec<String> {
+    let mut run = if joins {
+        WordRun::joining()
+    } else {
+        WordRun::default()
+    };
+    let mut words: Vec<String> = text.chars().flat_map(|c| run.push(c)).collect();
     words.extend(run.end());
     words
 }
 
 /// The conjuncts of a syntax tree; `None` when a match may hold no required word.
 pub(crate) fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
+    conjuncts_joining(hir, true)
+}
+
+/// [`conjuncts_of`], with words joined across punctuation or not. An alternation whose joined
+/// conjuncts are too many to keep ([`MAX_ALTERNATIVES`]) is read again without joining: joined
+/// literals absorb one another less often, and one word per branch gates far worse than the
+/// conjuncts of words.
+fn conjuncts_joining(hir: &Hir, joins: bool) -> Option<Vec<Vec<String>>> {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) | HirKind::Class(_) => None,
         HirKind::Literal(literal) => {
-            let words = literal_words(&String::from_utf8_lossy(&literal.0));
+            let words = literal_words(&String::from_utf8_lossy(&literal.0), joins);
             (!words.is_empty()).then(|| vec![trimmed(words)])
         }
-        HirKind::Repetition(repetition) if repetition.min >= 1 => conjuncts_of(&repetition.sub),
+        HirKind::Repetition(repetition) if repetition.min >= 1 => conjuncts_joining(&repetition.sub, joins),
         HirKind::Repetition(_) => None,
-        HirKind::Capture(capture) => conjuncts_of(&capture.sub),
+        HirKind::Capture(capture) => conjuncts_joining(&capture.sub, joins),
         HirKind::Concat(parts) => {
             // Runs of word characters across literals and one-letter classes are words; every
             // other part contributes its own conjuncts, all of them required together.
             let mut required: Vec<Vec<String>> = vec![Vec::new()];
-            let mut run = WordRun::default();
+            let mut run = if joins {
+                WordRun::joining()
+            } else {
+                WordRun::default()
+            };
             let mut words = Vec::new();
             for part in parts {
                 if let HirKind::Literal(literal) = part.kind() {
                     words.extend(
                         String::from_utf8_lossy(&literal.0)
                             .chars()
-                            .filter_map(|c| run.push(c)),
+                            .flat_map(|c| run.push(c)),
                     );
                     continue;
                 }
@@ -425,7 +499,7 @@ pub(crate) fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
                     Atom::Char(c) => words.extend(run.push(c)),
                     Atom::Other(_) => {
                         words.extend(run.end());
-                        if let Some(part) = conjuncts_of(part) {
+                        if let Some(part) = conjuncts_joining(part, joins) {
                             required = both(required, part);
                         }
                     }
@@ -441,11 +515,24 @@ pub(crate) fn conjuncts_of(hir: &Hir) -> Option<Vec<Vec<String>>> {
         HirKind::Alternation(branches) => {
             let mut all = Vec::new();
             for branch in branches {
-                all.extend(conjuncts_of(branch)?);
+                all.extend(conjuncts_joining(branch, joins)?);
+            }
+            if joins && too_many_to_keep(&all) {
+                return conjuncts_joining(hir, false);
             }
             either(all)
         }
     }
+}
+
+/// Whether [`either`] would cut these conjuncts to one word each (or give up).
+fn too_many_to_keep(conjuncts: &[Vec<String>]) -> bool {
+    let mut distinct = conjuncts.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    distinct.len() > MAX_ALTERNATIVES
+        && (distinct.len() > MAX_ALTERNATIVES * MAX_ALTERNATIVES
+            || absorbed(distinct).len() > MAX_ALTERNATIVES)
 }
 
 /// The conjuncts of a pattern (in lowered syntax), as the tests read them.
@@ -457,7 +544,7 @@ pub fn pattern_conjuncts(pattern: &str) -> Option<Conjuncts> {
 
 /// The conjuncts of a literal matched as written (`contains`, `prefix`, `whole`).
 pub fn literal_conjuncts(literal: &str) -> Option<Conjuncts> {
-    let words = literal_words(literal);
+    let words = literal_words(literal, true);
     (!words.is_empty()).then(|| Conjuncts {
         conjuncts: vec![trimmed(words)],
     })
@@ -575,6 +662,36 @@ mod tests {
             conjuncts(r"(?i)overloaded_error[^\n]*overloaded"),
             owned(&[&["overloaded_error"]])
         );
+    }
+
+    #[test]
+    fn words_joined_by_single_punctuation_are_one_literal_unless_a_marker_could_spell_it() {
+        // `i` and `o` are too short to be words: without the joined literal, only `timeout`.
+        assert_eq!(
+            conjuncts(r"(?i)i/o\s+timeout"),
+            owned(&[&["i/o", "timeout"]])
+        );
+        assert_eq!(
+            conjuncts(r"(?i)api\.openai\.com"),
+            owned(&[&["api.openai.com"]])
+        );
+        // Two punctuation characters in a row, or one at an end, end the run.
+        assert_eq!(
+            conjuncts(r"Error: rate--limited"),
+            owned(&[&["limited", "rate", "error"]])
+        );
+        // `acted-id` may be spelt by the marker `[redacted-id]`: its words instead (the
+        // compiler then drops `acted`, a part of the marker's word `redacted`).
+        let words_of_marker_like = conjuncts(r"acted-id\s+failure").unwrap().concat();
+        assert!(words_of_marker_like.contains(&"acted".to_owned()));
+        assert!(!words_of_marker_like.iter().any(|word| word.contains('-')));
+        // A joined literal the marker cannot spell stays whole.
+        assert_eq!(
+            conjuncts(r"session_ended-id"),
+            owned(&[&["session_ended-id"]])
+        );
+        // The coarser requirement of the collision analysis keeps words only.
+        assert_eq!(words(r"(?i)i/o\s+timeout"), Some(vec!["timeout".into()]));
     }
 
     #[test]

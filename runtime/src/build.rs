@@ -11,8 +11,9 @@
 //!   [`crate::Bundle`]'s views.
 //! - The limits the loader compiles patterns under ([`REGEX_SIZE_LIMIT`],
 //!   [`REGEX_DFA_SIZE_LIMIT`]), which the compiler checks every pattern against so that a bundle
-//!   it accepts always loads, and the words the redaction introduces ([`INTRODUCED_WORDS`]),
-//!   which a prefilter literal must never require.
+//!   it accepts always loads, and the words and texts the redaction introduces
+//!   ([`INTRODUCED_WORDS`], [`INTRODUCED_TEXTS`]), which a prefilter literal must never require
+//!   ([`joined_literal_is_raw`]).
 //! - The format's constants and its content hash, for tests that damage a bundle on purpose
 //!   and reseal it ([`content_hash`], [`HASH_RANGE`]).
 
@@ -27,7 +28,7 @@ pub use crate::bundle::wire::{
 };
 pub use crate::bundle::write::{BundleContents, WriteError, write};
 pub use crate::bundle::{REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
-pub use crate::sanitize::INTRODUCED_WORDS;
+pub use crate::sanitize::{INTRODUCED_TEXTS, INTRODUCED_WORDS, joined_literal_is_raw};
 
 /// The content hash of a bundle's bytes: SHA-256 of every byte except the hash field
 /// ([`HASH_RANGE`]). `None` when the bytes are too short to hold that field.

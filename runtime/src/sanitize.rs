@@ -66,6 +66,62 @@ pub const MAX_PROVIDER_MESSAGE_BYTES: usize = 2048;
 )]
 pub const INTRODUCED_WORDS: &[&str] = &["redacted", "path", "id", "email"];
 
+/// Every text the diagnostic tier writes that is not a copy of the raw text: its markers and
+/// the separators it writes before a hidden value (`password=x` becomes `password: ***`). A
+/// prefilter literal of words joined by punctuation (`i/o`) that could overlap one of them,
+/// agreeing with it, is not required whole; every other such literal of the sanitized text is
+/// in the raw text (the tests check both).
+#[cfg_attr(
+    not(any(test, feature = "bundle-writer")),
+    expect(dead_code, reason = "only the compiler reads it, through `build`")
+)]
+pub const INTRODUCED_TEXTS: &[&str] = &[
+    "***",
+    ": ***",
+    " ***",
+    "***@",
+    "[redacted-id]",
+    "[email-redacted]",
+    "/Users/<redacted>/",
+    "/home/<redacted>/",
+    "[path-redacted]",
+    "[redacted]",
+];
+
+/// Whether every occurrence of a joined literal (ASCII word characters joined by single ASCII
+/// punctuation characters, starting and ending with a word character: `i/o`, `x-api-key`) in
+/// a diagnostic-tier text is also in the raw text it was made from, so that a prefilter
+/// scanning the raw text may require it.
+///
+/// The tier keeps text, removes it, or writes [`INTRODUCED_TEXTS`]. Where it removes text
+/// without writing any, the two sides it joins are a separator and a blank or another separator
+/// (the rest of a URL up to a blank, user-info after `//`), and a joined literal holds no blank
+/// and no two punctuation characters in a row. So an occurrence that is not in the raw text
+/// overlaps a written text and agrees with it wherever they overlap; a literal that can is
+/// refused. (Words alone need less: the written texts' words are bracketed by non-word
+/// characters, see [`INTRODUCED_WORDS`].)
+#[cfg_attr(
+    not(any(test, feature = "bundle-writer")),
+    expect(dead_code, reason = "only the compiler reads it, through `build`")
+)]
+pub fn joined_literal_is_raw(literal: &str) -> bool {
+    let literal = literal.as_bytes();
+    INTRODUCED_TEXTS.iter().all(|written| {
+        let written = written.as_bytes();
+        // Every placement of `literal` against `written` sharing at least one byte: at `shift`,
+        // the literal's byte `at` lies over the written byte `at + written.len() - shift`.
+        (1..literal.len() + written.len()).all(|shift| {
+            let mut overlap = (0..literal.len())
+                .filter_map(|at| {
+                    let in_written = (at + written.len()).checked_sub(shift)?;
+                    Some((literal.get(at)?, written.get(in_written)?))
+                })
+                .peekable();
+            overlap.peek().is_none() || !overlap.all(|(a, b)| a.eq_ignore_ascii_case(b))
+        })
+    })
+}
+
 /// Keys whose bare integer values are counts, not secrets.
 const COUNT_KEYS: &[&str] = &[
     "tokens",

@@ -410,7 +410,9 @@ pub struct DfaEntry {
 /// A prefilter literal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiteralEntry {
-    /// A literal of `[a-z0-9_]` (ASCII lowercase) or of CJK characters (which have no case).
+    /// A literal of `[a-z0-9_]` (ASCII lowercase), possibly joined by single ASCII punctuation
+    /// characters (`i/o`), or of CJK characters (which have no case). Any bytes are looked for
+    /// as they are, ASCII-case-insensitively.
     pub literal: String,
     /// The literal contains `k` or `s`, which case-insensitive patterns also match as U+212A
     /// and U+017F: text holding either character passes the prefilter for it.

@@ -475,6 +475,70 @@ fn soup_part() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Every joined literal of `text` (ASCII word characters joined by single ASCII punctuation
+/// characters, starting and ending with a word character, with at least one punctuation
+/// character), with repeats.
+fn joined_literals(text: &str) -> Vec<&str> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    for start in 0..bytes.len() {
+        if !bytes.get(start).copied().is_some_and(word) {
+            continue;
+        }
+        let mut punctuated = false;
+        for end in start + 1..bytes.len() {
+            let (Some(&b), Some(&before)) = (bytes.get(end), bytes.get(end - 1)) else {
+                break;
+            };
+            if word(b) {
+                if punctuated {
+                    found.push(&text[start..=end]);
+                }
+            } else if b.is_ascii_punctuation() && word(before) {
+                punctuated = true;
+            } else {
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// The redaction's side of the prefilter's joined literals: every one in the diagnostic tier
+/// that [`joined_literal_is_raw`] accepts is in the raw text.
+fn assert_joined_literals_are_raw(raw: &str) -> Result<(), TestCaseError> {
+    let redacted = diagnostic_unbounded(raw);
+    let raw_lower = raw.to_ascii_lowercase();
+    for literal in joined_literals(&redacted) {
+        if joined_literal_is_raw(literal) {
+            prop_assert!(
+                raw_lower.contains(&literal.to_ascii_lowercase()),
+                "`{}` is in the redacted {:?} but not in the raw {:?}",
+                literal,
+                redacted,
+                raw
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn joined_literals_that_a_marker_could_spell_are_refused() {
+    for refused in ["d-id", "h-redacted", "x/users", "ted-i", "l-r"] {
+        assert!(!joined_literal_is_raw(refused), "{refused}");
+    }
+    for kept in ["i/o", "api.openai.com", "x-api-key", "e.g", "429:too"] {
+        assert!(joined_literal_is_raw(kept), "{kept}");
+    }
+    // A marker's joined literal is written, not raw, and is refused.
+    let redacted = diagnostic_unbounded("ses_abc123 /home/alice/project/file.rs");
+    let written: Vec<&str> = joined_literals(&redacted);
+    assert!(written.contains(&"redacted-id"), "{redacted}");
+    assert!(written.iter().all(|literal| !joined_literal_is_raw(literal)));
+}
+
 proptest! {
     #[test]
     fn both_tiers_are_idempotent(text in "[ -~\n]{0,200}") {
@@ -500,6 +564,16 @@ proptest! {
         for redacted in [credentials(&text), diagnostic(&text)] {
             prop_assert!(!redacted.contains(&value), "{} survived in {}", value, redacted);
         }
+    }
+
+    #[test]
+    fn joined_literals_of_redacted_text_are_in_the_raw_text(text in "[ -~\n]{0,200}") {
+        assert_joined_literals_are_raw(&text)?;
+    }
+
+    #[test]
+    fn joined_literals_of_redacted_soup_are_in_the_raw_text(parts in prop::collection::vec(soup_part(), 0..14)) {
+        assert_joined_literals_are_raw(&parts.concat())?;
     }
 
     #[test]
