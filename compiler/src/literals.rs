@@ -136,7 +136,7 @@ fn word_kind(c: char) -> Option<WordKind> {
 /// The run of word characters being read, character by character: [`WordRun::push`] and
 /// [`WordRun::end`] give back the words a run made when it ends, if long enough to be words.
 ///
-/// A run that [`WordRun::joining`] made also joins ASCII word characters across single ASCII
+/// A run made to join ([`WordRun::new`]) also joins ASCII word characters across single ASCII
 /// punctuation characters (`i/o`, `api.openai.com`, `x-api-key`): one literal, far rarer in
 /// ordinary text than its parts (`i/o timeout` otherwise requires only `timeout`). It is kept
 /// whole only when the redaction could not have written it
@@ -154,10 +154,10 @@ struct WordRun {
 }
 
 impl WordRun {
-    /// A run that joins words across single punctuation characters.
-    fn joining() -> WordRun {
+    /// A run that joins words across single punctuation characters, or does not.
+    fn new(joins: bool) -> WordRun {
         WordRun {
-            joins: true,
+            joins,
             ..WordRun::default()
         }
     }
@@ -445,13 +445,9 @@ fn either(mut conjuncts: Vec<Vec<String>>) -> Option<Vec<Vec<String>>> {
 }
 
 /// The words of a literal's text: runs of word characters long enough to be words, joined
-/// across single punctuation characters where [`WordRun::joining`] keeps them whole.
+/// across single punctuation characters when `joins` (see [`WordRun`]).
 fn literal_words(text: &str, joins: bool) -> Vec<String> {
-    let mut run = if joins {
-        WordRun::joining()
-    } else {
-        WordRun::default()
-    };
+    let mut run = WordRun::new(joins);
     let mut words: Vec<String> = text.chars().flat_map(|c| run.push(c)).collect();
     words.extend(run.end());
     words
@@ -473,18 +469,16 @@ fn conjuncts_joining(hir: &Hir, joins: bool) -> Option<Vec<Vec<String>>> {
             let words = literal_words(&String::from_utf8_lossy(&literal.0), joins);
             (!words.is_empty()).then(|| vec![trimmed(words)])
         }
-        HirKind::Repetition(repetition) if repetition.min >= 1 => conjuncts_joining(&repetition.sub, joins),
+        HirKind::Repetition(repetition) if repetition.min >= 1 => {
+            conjuncts_joining(&repetition.sub, joins)
+        }
         HirKind::Repetition(_) => None,
         HirKind::Capture(capture) => conjuncts_joining(&capture.sub, joins),
         HirKind::Concat(parts) => {
             // Runs of word characters across literals and one-letter classes are words; every
             // other part contributes its own conjuncts, all of them required together.
             let mut required: Vec<Vec<String>> = vec![Vec::new()];
-            let mut run = if joins {
-                WordRun::joining()
-            } else {
-                WordRun::default()
-            };
+            let mut run = WordRun::new(joins);
             let mut words = Vec::new();
             for part in parts {
                 if let HirKind::Literal(literal) = part.kind() {

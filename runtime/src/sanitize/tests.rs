@@ -536,7 +536,11 @@ fn joined_literals_that_a_marker_could_spell_are_refused() {
     let redacted = diagnostic_unbounded("ses_abc123 /home/alice/project/file.rs");
     let written: Vec<&str> = joined_literals(&redacted);
     assert!(written.contains(&"redacted-id"), "{redacted}");
-    assert!(written.iter().all(|literal| !joined_literal_is_raw(literal)));
+    assert!(
+        written
+            .iter()
+            .all(|literal| !joined_literal_is_raw(literal))
+    );
 }
 
 proptest! {
