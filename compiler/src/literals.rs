@@ -202,10 +202,10 @@ impl WordRun {
         let Some(kind) = self.kind.take() else {
             return Vec::new();
         };
-        let joined = text.contains(|c: char| c.is_ascii_punctuation() && c != '_');
-        if joined && !faultline_runtime::build::joined_literal_is_raw(&text) {
+        let joins_at = |c: char| c.is_ascii_punctuation() && c != '_';
+        if text.contains(joins_at) && !faultline_runtime::build::joined_literal_is_raw(&text) {
             return text
-                .split(|c: char| c.is_ascii_punctuation() && c != '_')
+                .split(joins_at)
                 .filter(|word| long_enough(word, kind))
                 .map(str::to_owned)
                 .collect();

@@ -105,20 +105,18 @@ pub const INTRODUCED_TEXTS: &[&str] = &[
     expect(dead_code, reason = "only the compiler reads it, through `build`")
 )]
 pub fn joined_literal_is_raw(literal: &str) -> bool {
-    let literal = literal.as_bytes();
+    let literal = literal.to_ascii_lowercase();
     INTRODUCED_TEXTS.iter().all(|written| {
-        let written = written.as_bytes();
-        // Every placement of `literal` against `written` sharing at least one byte: at `shift`,
-        // the literal's byte `at` lies over the written byte `at + written.len() - shift`.
-        (1..literal.len() + written.len()).all(|shift| {
-            let mut overlap = (0..literal.len())
-                .filter_map(|at| {
-                    let in_written = (at + written.len()).checked_sub(shift)?;
-                    Some((literal.get(at)?, written.get(in_written)?))
-                })
-                .peekable();
-            overlap.peek().is_none() || !overlap.all(|(a, b)| a.eq_ignore_ascii_case(b))
-        })
+        let written = written.to_ascii_lowercase();
+        // They overlap, agreeing, when one holds the other or one's end is the other's start.
+        let end_meets_start = |a: &str, b: &str| {
+            (1..a.len().min(b.len()))
+                .any(|n| a.get(a.len() - n..).is_some_and(|end| b.starts_with(end)))
+        };
+        !(literal.contains(&written)
+            || written.contains(&literal)
+            || end_meets_start(&literal, &written)
+            || end_meets_start(&written, &literal))
     })
 }
 
