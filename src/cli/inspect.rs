@@ -102,6 +102,13 @@ pub fn run(args: &Args) -> Exit {
         "  {} patterns searched by their regex only once the prefilter admits a rule that reads them",
         regex_only.len()
     );
+    let _ = match bundle.prefilter_table_bytes() {
+        Some(bytes) => writeln!(
+            text,
+            "  prefilter  literal table: {bytes:>9} bytes, read from the bundle"
+        ),
+        None => writeln!(text, "  prefilter  literal automaton built at load"),
+    };
     let _ = writeln!(
         text,
         "\neffective order (highest first), with each rule's patterns and their DFA size alone \

@@ -122,25 +122,36 @@ fn view_engines(model: &CatalogueModel) -> Vec<ViewEngine> {
 }
 
 /// Share, in percent of the pattern bytes, whose syntax the prefilter's thread checks once its
-/// automaton is built: the automaton takes about as long as checking two fifths of them, so this
-/// evens out the two threads.
+/// automaton is built, when it builds one: the automaton takes about as long as checking two
+/// fifths of them, so this evens out the two threads.
 const PREFILTER_THREAD_PERCENT: usize = 30;
 
+/// The share when the bundle carries the prefilter's literal table (format 9), which takes a
+/// few per cent of a load to read: half each.
+const TABLE_THREAD_PERCENT: usize = 50;
+
 /// The prefilter, built while every one of `patterns` has its syntax checked (each distinct
-/// pattern once). The two are about half of a load each, so a second thread builds the
-/// prefilter and then checks a share of the patterns; where no thread can be started, all of it
-/// happens here.
+/// pattern once). Checking the patterns is most of a load, and building an automaton for the
+/// prefilter (for a bundle without a literal table) about as long again, so a second thread
+/// builds or reads the prefilter and then checks a share of the patterns; where no thread can
+/// be started, all of it happens here.
 fn prefilter_and_syntax_checks(
     model: &CatalogueModel,
+    literal_table: Option<&[u8]>,
     mut patterns: Vec<&str>,
 ) -> Result<Prefilter, LoadError> {
     patterns.sort_unstable();
     patterns.dedup();
     let total: usize = patterns.iter().map(|pattern| pattern.len()).sum();
+    let share = if literal_table.is_some_and(|table| !table.is_empty()) {
+        TABLE_THREAD_PERCENT
+    } else {
+        PREFILTER_THREAD_PERCENT
+    };
     let mut split = 0;
     let mut bytes: usize = 0;
     for pattern in &patterns {
-        if bytes.saturating_mul(100) >= total.saturating_mul(PREFILTER_THREAD_PERCENT) {
+        if bytes.saturating_mul(100) >= total.saturating_mul(share) {
             break;
         }
         bytes += pattern.len();
@@ -153,7 +164,7 @@ fn prefilter_and_syntax_checks(
             .try_for_each(|pattern| lazy_regex::check_syntax(pattern))
     };
     let build_and_check = || -> Result<Prefilter, LoadError> {
-        let prefilter = Prefilter::new(model)?;
+        let prefilter = Prefilter::new(model, literal_table)?;
         check_all(theirs)?;
         Ok(prefilter)
     };
@@ -174,13 +185,24 @@ fn prefilter_and_syntax_checks(
 }
 
 impl Engine {
-    pub(super) fn new(model: &CatalogueModel, automata: Automata) -> Result<Engine, LoadError> {
+    /// Bytes of memory of the prefilter's literal table, when the bundle carried one.
+    pub(super) fn literal_table_bytes(&self) -> Option<usize> {
+        self.prefilter.literal_table_bytes()
+    }
+
+    /// The engine of `model`, searching with `automata` and gating with the bundle's literal
+    /// table (format 9; `None` for older formats).
+    pub(super) fn new(
+        model: &CatalogueModel,
+        automata: Automata,
+        literal_table: Option<&[u8]>,
+    ) -> Result<Engine, LoadError> {
         let views = view_engines(model);
         let patterns: Vec<&str> = views
             .iter()
             .flat_map(|view| view.patterns.iter().map(|pattern| pattern.exact.pattern()))
             .collect();
-        let prefilter = prefilter_and_syntax_checks(model, patterns)?;
+        let prefilter = prefilter_and_syntax_checks(model, literal_table, patterns)?;
         let catch_all = model
             .rules
             .last()

@@ -19,6 +19,7 @@ mod automata;
 mod classify;
 mod error;
 mod lazy_regex;
+mod literal_table;
 pub(crate) mod model;
 mod prefilter;
 mod trace;
@@ -80,10 +81,19 @@ impl Bundle {
     /// Loads a bundle, validating everything.
     pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, LoadError> {
         let raw = wire::read(bytes)?;
-        let (model_bytes, dfa_sections) = raw
+        let (model_bytes, other_sections) = raw
             .sections
             .split_first()
             .ok_or_else(|| LoadError::malformed("no sections"))?;
+        // Format 9 ends with the prefilter's literal table; the DFAs lie between.
+        let (dfa_sections, literal_table) = if raw.header.format_version >= 9 {
+            let (table, dfas) = other_sections
+                .split_last()
+                .ok_or_else(|| LoadError::malformed("no literal table section"))?;
+            (dfas, Some(*table))
+        } else {
+            (other_sections, None)
+        };
         let model: CatalogueModel = match raw.header.format_version {
             3 => postcard::from_bytes::<model::CatalogueModelV3>(model_bytes)
                 .map(CatalogueModel::from),
@@ -116,7 +126,7 @@ impl Bundle {
         }
         let automata = automata::Automata::load(dfa_sections)?;
         validate::validate_model(&model, automata.all())?;
-        let engine = classify::Engine::new(&model, automata)?;
+        let engine = classify::Engine::new(&model, automata, literal_table)?;
         let positions = model
             .rules
             .iter()
@@ -202,6 +212,13 @@ impl Bundle {
             .literals
             .iter()
             .map(|literal| literal.literal.as_str())
+    }
+
+    /// Bytes of memory of the prefilter's literal table, read from the bundle (format 9) and
+    /// checked at load; `None` when the bundle carried none (no literals, or an older format)
+    /// and the automaton was built at load.
+    pub fn prefilter_table_bytes(&self) -> Option<usize> {
+        self.engine.literal_table_bytes()
     }
 
     /// The automata, per text view in order, with their sizes.

@@ -29,6 +29,7 @@ use aho_corasick::nfa::contiguous::NFA;
 use crate::literal_walk::LiteralWalk;
 
 use super::LoadError;
+use super::literal_table::LiteralTable;
 use super::model::CatalogueModel;
 use crate::vocab::Confidence;
 
@@ -97,19 +98,24 @@ impl Seen {
 }
 
 /// The automaton over every conjunct literal, ASCII case-insensitive, walked for every
-/// literal that occurs ([`crate::literal_walk`]). A DFA, one table lookup per byte; its size
-/// is bounded by the literals' total length, and should it not build, a contiguous NFA (a few
-/// lookups per byte) stands in.
+/// literal that occurs. The table the bundle carries (format 9, [`LiteralTable`]), one table
+/// lookup per byte; for a bundle without one, the Aho-Corasick DFA that table was built from,
+/// built at load and walked by [`crate::literal_walk`], and should it not build, a contiguous
+/// NFA (a few lookups per byte).
 #[derive(Debug)]
 enum Literals {
+    Table(LiteralTable),
     Dfa(LiteralWalk<DFA>),
     Nfa(LiteralWalk<NFA>),
 }
 
 impl Literals {
-    fn new(literals: &[&str]) -> Result<Option<Literals>, LoadError> {
+    fn new(literals: &[&str], table: Option<&[u8]>) -> Result<Option<Literals>, LoadError> {
         if literals.is_empty() {
             return Ok(None);
+        }
+        if let Some(table) = LiteralTable::from_bytes(table.unwrap_or_default(), literals.len())? {
+            return Ok(Some(Literals::Table(table)));
         }
         let malformed =
             |error: &dyn std::fmt::Display| LoadError::malformed(format!("prefilter: {error}"));
@@ -135,6 +141,7 @@ impl Literals {
 
     fn walk(&self, text: &[u8], visit: impl FnMut(usize) -> ControlFlow<()>) -> ControlFlow<()> {
         match self {
+            Literals::Table(table) => table.walk(text, visit),
             Literals::Dfa(walk) => walk.walk(text, visit),
             Literals::Nfa(walk) => walk.walk(text, visit),
         }
@@ -171,66 +178,113 @@ fn complete_conjuncts(
     })
 }
 
+/// The prefilter's literal patterns and conjuncts, numbered as the loader and the writer of
+/// the bundle's literal table both number them: patterns in order of first use.
+struct Numbered<'model> {
+    /// Per literal pattern: its text.
+    texts: Vec<&'model str>,
+    first_of: Vec<Vec<usize>>,
+    conjuncts: Vec<Conjunct>,
+}
+
+fn number_literals(model: &CatalogueModel) -> Numbered<'_> {
+    let above_low = |rule: usize| {
+        model
+            .rules
+            .get(rule)
+            .is_some_and(|rule| rule.confidence != Confidence::Low)
+    };
+    let mut pattern_of_literal = vec![None; model.literals.len()];
+    let mut texts: Vec<&str> = Vec::new();
+    let mut first_of: Vec<Vec<usize>> = Vec::new();
+    let mut conjuncts = Vec::with_capacity(model.requirements.len());
+    for requirement in &model.requirements {
+        let mut needs = Vec::new();
+        for literal in &requirement.literals {
+            let (Some(slot), Some(entry)) = (
+                pattern_of_literal.get_mut(*literal as usize),
+                model.literals.get(*literal as usize),
+            ) else {
+                continue;
+            };
+            let pattern = *slot.get_or_insert_with(|| {
+                texts.push(entry.literal.as_str());
+                first_of.push(Vec::new());
+                texts.len() - 1
+            });
+            if !needs.contains(&pattern) {
+                needs.push(pattern);
+            }
+        }
+        let Some(first) = needs.first().and_then(|first| first_of.get_mut(*first)) else {
+            continue;
+        };
+        first.push(conjuncts.len());
+        let rule = requirement.rule as usize;
+        conjuncts.push(Conjunct {
+            rule,
+            literals: needs,
+            gates: above_low(rule),
+        });
+    }
+    Numbered {
+        texts,
+        first_of,
+        conjuncts,
+    }
+}
+
+/// The bundle section holding the literal table of `model`'s prefilter (format 9): empty when
+/// it has no literals.
+#[cfg(feature = "bundle-writer")]
+pub(super) fn literal_table_section(model: &CatalogueModel) -> Vec<u8> {
+    super::literal_table::build(&number_literals(model).texts)
+}
+
 impl Prefilter {
-    pub(super) fn new(model: &CatalogueModel) -> Result<Prefilter, LoadError> {
+    /// The prefilter of `model`, walking `table` (the bundle's literal table section, format 9)
+    /// when there is one, and otherwise an automaton built now.
+    pub(super) fn new(
+        model: &CatalogueModel,
+        table: Option<&[u8]>,
+    ) -> Result<Prefilter, LoadError> {
         let mut fold_rules = Vec::new();
         for literal in &model.literals {
             if literal.folds_beyond_ascii {
                 fold_rules.extend(literal.rules.iter().map(|rule| *rule as usize));
             }
         }
-        let above_low = |rule: usize| {
-            model
-                .rules
-                .get(rule)
-                .is_some_and(|rule| rule.confidence != Confidence::Low)
-        };
-        // Patterns are numbered in order of first use.
-        let mut pattern_of_literal = vec![None; model.literals.len()];
-        let mut texts: Vec<&str> = Vec::new();
-        let mut first_of: Vec<Vec<usize>> = Vec::new();
-        let mut conjuncts = Vec::with_capacity(model.requirements.len());
-        for requirement in &model.requirements {
-            let mut needs = Vec::new();
-            for literal in &requirement.literals {
-                let (Some(slot), Some(entry)) = (
-                    pattern_of_literal.get_mut(*literal as usize),
-                    model.literals.get(*literal as usize),
-                ) else {
-                    continue;
-                };
-                let pattern = *slot.get_or_insert_with(|| {
-                    texts.push(entry.literal.as_str());
-                    first_of.push(Vec::new());
-                    texts.len() - 1
-                });
-                if !needs.contains(&pattern) {
-                    needs.push(pattern);
-                }
-            }
-            let Some(first) = needs.first().and_then(|first| first_of.get_mut(*first)) else {
-                continue;
-            };
-            first.push(conjuncts.len());
-            let rule = requirement.rule as usize;
-            conjuncts.push(Conjunct {
-                rule,
-                literals: needs,
-                gates: above_low(rule),
-            });
-        }
         let fold_gate_rules = fold_rules
             .iter()
             .copied()
-            .filter(|rule| above_low(*rule))
+            .filter(|rule| {
+                model
+                    .rules
+                    .get(*rule)
+                    .is_some_and(|rule| rule.confidence != Confidence::Low)
+            })
             .collect();
+        let Numbered {
+            texts,
+            first_of,
+            conjuncts,
+        } = number_literals(model);
         Ok(Prefilter {
-            literals: Literals::new(&texts)?,
+            literals: Literals::new(&texts, table)?,
             first_of,
             conjuncts,
             fold_rules,
             fold_gate_rules,
         })
+    }
+
+    /// Bytes of memory the literal table read from the bundle holds; `None` when the automaton
+    /// was built at load instead.
+    pub(super) fn literal_table_bytes(&self) -> Option<usize> {
+        match &self.literals {
+            Some(Literals::Table(table)) => Some(table.memory_usage()),
+            _ => None,
+        }
     }
 
     /// Which gated rules the prefilter admits, as one flag per rule.

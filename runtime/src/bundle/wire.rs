@@ -16,8 +16,10 @@
 //!               compiler version, regex-automata version; zero padding up to H
 //!      H  16·S  section table: (offset u64 LE from H, length u64 LE) per section
 //!      …     …  sections, each starting at an offset that is a multiple of 8 from the file
-//!               start: section 0 is the catalogue model (postcard), sections 1.. are dense
-//!               DFAs in regex-automata's little-endian serialization
+//!               start: section 0 is the catalogue model (postcard), the sections after it
+//!               are dense DFAs in regex-automata's little-endian serialization, and the last
+//!               (format 9) is the prefilter's literal table (`super::literal_table`), empty
+//!               when the bundle carries none
 //! ```
 //!
 //! The reader checks the versioned prefix first (so that a file of another format gets
@@ -37,7 +39,7 @@ pub const MAGIC: [u8; 8] = *b"FLBUNDLE";
     not(feature = "bundle-writer"),
     expect(dead_code, reason = "only the writer stamps it")
 )]
-pub const FORMAT_VERSION: u16 = 8;
+pub const FORMAT_VERSION: u16 = 9;
 /// The oldest format version this crate reads. Format 2's content hash left the header out.
 /// Formats 3 and 4 are still read: format 3's rules could not guard response headers or the
 /// error body, and format 4's text matchers could not read the body at a JSON Pointer (issue
@@ -46,15 +48,18 @@ pub const FORMAT_VERSION: u16 = 8;
 /// 6 admitted a gated rule on any one of its literals (issue 16 made them conjuncts): each
 /// literal becomes a conjunct of its own, which is what those bundles meant. Formats 3 to 7
 /// gave every pattern a DFA; format 8 leaves out those of patterns only gated rules read.
+/// Formats 3 to 8 carry no literal table: the loader builds the prefilter's automaton.
 pub const OLDEST_READABLE_VERSION: u16 = 3;
 /// The reader version of this crate: bundles whose minimum reader version is newer are refused.
 /// The writer stamps it as the minimum reader version of every bundle, so that a reader of
 /// version 1 (which checked format 2's narrower hash) refuses format 3 as too new, and a reader
 /// of version 2 (format 3) refuses format 4 as too new, a reader of version 3 (format 4)
 /// refuses format 5 as too new, a reader of version 4 (format 5) refuses format 6 as too new,
-/// a reader of version 5 (format 6) refuses format 7 as too new, and a reader of version 6
-/// (format 7, which expects a DFA for every pattern) refuses format 8 as too new.
-pub const READER_VERSION: u16 = 7;
+/// a reader of version 5 (format 6) refuses format 7 as too new, a reader of version 6
+/// (format 7, which expects a DFA for every pattern) refuses format 8 as too new, and a reader
+/// of version 7 (format 8, which would read the literal table as a DFA) refuses format 9 as too
+/// new.
+pub const READER_VERSION: u16 = 8;
 /// Where the content hash lies in the file. The hash covers every other byte.
 pub const HASH_RANGE: std::ops::Range<usize> = 24..56;
 /// The regex-automata serialization family the automata use.

@@ -2,7 +2,9 @@
 //! knows (the catalogue's name and version, the compiler's version, the source-manifest hash,
 //! the catalogue model and the serialized automata) and stamps the format version, the minimum
 //! reader version, the regex-automata serialization family and the content hash itself, so that
-//! no producer can write a bundle whose framing this reader would misjudge.
+//! no producer can write a bundle whose framing this reader would misjudge. It also derives the
+//! prefilter's literal table from the model (format 9), so that no producer can write a table
+//! that disagrees with the model's literals.
 
 use super::model::CatalogueModel;
 use super::wire::{
@@ -57,8 +59,10 @@ fn pad_to_8(out: &mut Vec<u8>) {
 pub fn write(contents: &BundleContents<'_>) -> Result<Vec<u8>, WriteError> {
     let model = postcard::to_allocvec(contents.model)
         .map_err(|error| WriteError(Repr::Model(error.to_string())))?;
+    let literal_table = super::prefilter::literal_table_section(contents.model);
     let sections: Vec<&[u8]> = std::iter::once(model.as_slice())
         .chain(contents.automata.iter().map(Vec::as_slice))
+        .chain(std::iter::once(literal_table.as_slice()))
         .collect();
     let mut strings = Vec::new();
     for (what, text) in [
