@@ -8,6 +8,9 @@
 //! fallback, while a grown one still classifies them with the repository's rules and shows what
 //! the added rules cost.
 //!
+//! The repository's bundle is also measured with its literal table left out (the prefilter's
+//! automaton built at load, as before bundle format 9), right after it.
+//!
 //! Per catalogue: its rule count, bundle bytes and bytes per rule, the time to load and validate
 //! the bundle (`Bundle::from_bytes`), and, on the input sets of `classify.rs`, the rejecting
 //! path (`Bundle::may_classify` on ordinary agent output) and full classification
@@ -83,6 +86,37 @@ fn repository() -> Catalogue {
         &faultline_testkit::path(faultline_testkit::CATALOGUE_ROOT),
         &faultline_testkit::FileSystem,
     )
+}
+
+/// The repository's bundle with its literal table section emptied and the content hash
+/// recomputed: the loader then builds the prefilter's Aho-Corasick DFA itself, as it did for
+/// every bundle before format 9. Measured right after the repository's own bundle, so that the
+/// table's effect on loading and on every input set is read side by side in one run.
+fn without_literal_table(repository: &Catalogue) -> Catalogue {
+    let bytes = &repository.bundle;
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let (header, sections) = (word(16), word(20));
+    let last = header + 16 * (sections - 1);
+    let offset = u64::from_le_bytes(bytes[last..last + 8].try_into().unwrap()) as usize;
+    let mut bundle = bytes[..header + offset].to_vec();
+    bundle[last + 8..last + 16].copy_from_slice(&0u64.to_le_bytes());
+    let hash = faultline_runtime::build::content_hash(&bundle).unwrap();
+    bundle[faultline_runtime::build::HASH_RANGE].copy_from_slice(&hash);
+    let loaded = Bundle::from_bytes(&bundle).unwrap();
+    assert!(loaded.prefilter_table_bytes().is_none());
+    assert!(
+        Bundle::from_bytes(bytes)
+            .unwrap()
+            .prefilter_table_bytes()
+            .is_some()
+    );
+    Catalogue {
+        key: "repository_built_at_load".to_owned(),
+        label: "repository, prefilter automaton built at load".to_owned(),
+        rules: repository.rules,
+        bundle_bytes: bundle.len(),
+        bundle,
+    }
 }
 
 /// Ranks of the generated rules added to the repository catalogue start here, after its own.
@@ -268,7 +302,9 @@ fn main() {
     };
     let repository = repository();
     let repository_rules = repository.rules;
+    let built_at_load = without_literal_table(&repository);
     measure(repository);
+    measure(built_at_load);
     for rules in SIZES {
         measure(grown(rules, repository_rules));
     }
