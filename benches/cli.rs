@@ -10,7 +10,9 @@
 //! 20,000 lines). The bundle is the repository catalogue's, built once through the compiler and
 //! passed with `--bundle`; `--now` fixes the clock. Each answer goes to `/dev/null`; before
 //! anything is timed, one run's answers are counted (one per line) and checked to hold no error.
-//! A third run classifies an empty file: process start and bundle load alone.
+//! A third run classifies an empty file: process start and bundle load alone. Each file is
+//! classified twice, side by side: with the command's default threads (one per core, at most 8)
+//! and with `--jobs 1`.
 //!
 //! Run with `cargo bench --bench cli`; a closing table gives the median time per run and MB/s of
 //! JSON lines. To see where the time goes, run it with `FAULTLINE_BENCH_KEEP=1`, which keeps the
@@ -55,6 +57,10 @@ struct Files {
     bundle: PathBuf,
     sets: Vec<(&'static str, PathBuf, u64)>,
 }
+
+/// How each file is classified: the command's default (`--jobs` one per core) and, side by
+/// side, on one thread (`--jobs 1`), whose ratio is what the threads bring.
+const JOBS: [(&str, Option<&str>); 2] = [("", None), ("-jobs-1", Some("1"))];
 
 fn write_lines(path: &Path, evidence: impl Iterator<Item = Evidence>) -> u64 {
     let mut text = String::new();
@@ -109,21 +115,24 @@ fn files() -> Files {
     }
 }
 
-fn classify(bundle: &Path, input: &Path) -> Command {
+fn classify(bundle: &Path, input: &Path, jobs: Option<&str>) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_faultline"));
     command
         .arg("classify")
         .arg("--bundle")
         .arg(bundle)
         .arg("--now")
-        .arg(NOW)
-        .arg(input);
+        .arg(NOW);
+    if let Some(jobs) = jobs {
+        command.arg("--jobs").arg(jobs);
+    }
+    command.arg(input);
     command
 }
 
 /// One run's answers: one per line, none an error.
 fn check_answers(bundle: &Path, input: &Path, lines: usize) {
-    let output = classify(bundle, input).output().unwrap();
+    let output = classify(bundle, input, None).output().unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -156,27 +165,41 @@ fn main() {
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
     for (name, path, bytes) in &files.sets {
-        group.throughput(Throughput::Bytes(*bytes));
-        group.bench_function(*name, |b| {
-            b.iter(|| {
-                let status = classify(&files.bundle, path)
-                    .stdout(Stdio::null())
-                    .status()
-                    .unwrap();
-                black_box(status.success())
-            })
-        });
+        for (suffix, jobs) in JOBS {
+            if *name == "startup" && jobs.is_some() {
+                continue;
+            }
+            group.throughput(Throughput::Bytes(*bytes));
+            group.bench_function(format!("{name}{suffix}"), |b| {
+                b.iter(|| {
+                    let status = classify(&files.bundle, path, jobs)
+                        .stdout(Stdio::null())
+                        .status()
+                        .unwrap();
+                    black_box(status.success())
+                })
+            });
+        }
     }
     group.finish();
     criterion.final_summary();
 
     let startup = median(GROUP, "startup", started);
     let mut table = String::from(
-        "\n| input file | lines | MB of JSON lines | ms per run | MB/s | MB/s without start-up |\n|---|---:|---:|---:|---:|---:|\n",
+        "\n| input file | threads | lines | MB of JSON lines | ms per run | MB/s | MB/s without start-up |\n|---|---|---:|---:|---:|---:|---:|\n",
     );
-    for (name, _, bytes) in &files.sets {
-        let Some(ns) = median(GROUP, name, started) else {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    for ((name, _, bytes), (suffix, jobs)) in files
+        .sets
+        .iter()
+        .flat_map(|set| JOBS.iter().map(move |jobs| (set, *jobs)))
+    {
+        let Some(ns) = median(GROUP, &format!("{name}{suffix}"), started) else {
             continue;
+        };
+        let threads = match jobs {
+            Some(jobs) => jobs.to_owned(),
+            None => format!("default ({})", threads.min(8)),
         };
         let bytes = *bytes as f64;
         let (lines, mbs, net) = if *name == "startup" {
@@ -191,7 +214,7 @@ fn main() {
             )
         };
         table.push_str(&format!(
-            "| {name} | {lines} | {:.2} | {:.1} | {mbs} | {net} |\n",
+            "| {name} | {threads} | {lines} | {:.2} | {:.1} | {mbs} | {net} |\n",
             bytes / 1e6,
             ns / 1e6
         ));

@@ -240,3 +240,96 @@ fn on_a_terminal_with_no_input_a_hint_says_what_is_read() {
         String::from_utf8_lossy(&piped.stderr)
     );
 }
+
+/// Classification on several threads against the same command on one: every answer, every
+/// message on standard error and the exit code must agree, over lines that span many batches,
+/// bad lines among them, two files and standard input.
+#[test]
+fn answers_on_several_threads_are_the_answers_on_one_in_the_same_order() {
+    let fixtures = common::root().join("fixtures/classify");
+    let mut evidence: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(&fixtures).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "jsonl")
+        {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let Ok(Value::Object(fixture)) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
+                if let Some(evidence_fields) = fixture.get("evidence") {
+                    evidence.push(evidence_fields.to_string());
+                }
+            }
+        }
+    }
+    evidence.sort();
+    assert!(evidence.len() > 3_000, "{} fixtures", evidence.len());
+    let bad = [
+        "",
+        "[]",
+        "{\"phase\":\"later\"}",
+        "not json",
+        "{\"id\":[1]}",
+    ];
+    let mut first = String::new();
+    for (index, line) in evidence.iter().enumerate() {
+        if index % 97 == 0 {
+            first.push_str(bad[index / 97 % bad.len()]);
+            first.push('\n');
+        }
+        let tagged = line.replacen('{', &format!("{{\"id\":{index},"), 1);
+        first.push_str(if index % 2 == 0 { &tagged } else { line });
+        first.push('\n');
+    }
+    let scratch = common::scratch("json-lines-threads");
+    let (one, two) = (scratch.join("one.jsonl"), scratch.join("two.jsonl"));
+    std::fs::write(&one, &first).unwrap();
+    // The second file ends without a newline.
+    std::fs::write(&two, b"{\"http_status\":429}\n\xff\n{\"http_status\":529}").unwrap();
+    let args = |jobs: &'static str| {
+        vec![
+            "classify".to_owned(),
+            "--jobs".to_owned(),
+            jobs.to_owned(),
+            "--now".to_owned(),
+            "2026-01-15T12:00:00Z".to_owned(),
+            one.display().to_string(),
+            "-".to_owned(),
+            two.display().to_string(),
+        ]
+    };
+    let stdin = b"{\"http_status\":401}\n{}\n".to_vec();
+    let outputs: Vec<std::process::Output> = ["1", "3"]
+        .iter()
+        .map(|jobs| {
+            let mut command = faultline();
+            command.args(args(jobs));
+            common::run_with_input(command, stdin.clone())
+        })
+        .collect();
+    let (one_thread, three) = (&outputs[0], &outputs[1]);
+    assert_eq!(one_thread.status.code(), Some(1), "bad lines were reported");
+    let answers_one = answers(one_thread);
+    assert_eq!(
+        answers_one.len(),
+        first.lines().count() + 2 + 3,
+        "one answer per line"
+    );
+    assert!(
+        answers_one
+            .iter()
+            .any(|answer| answer["code"] == "provider_overloaded"),
+        "the fixtures were classified"
+    );
+    assert_eq!(three.status.code(), one_thread.status.code());
+    assert!(
+        answers(three) == answers_one,
+        "the answers on three threads differ from the answers on one"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&three.stderr),
+        String::from_utf8_lossy(&one_thread.stderr)
+    );
+}

@@ -1,6 +1,8 @@
 //! `faultline classify`: evidence as JSON lines in, one classification per line out.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use faultline_runtime::parse_instant;
@@ -29,6 +31,11 @@ pub struct Args {
     /// system clock.
     #[arg(long, value_name = "INSTANT", value_parser = parse_instant)]
     now: Option<SystemTime>,
+    /// Classify on N threads (default: one per core, at most 8). Answers keep the input's order
+    /// either way; `--jobs 1` answers on the reading thread, the least latency for a co-process
+    /// that writes one line and waits.
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<NonZeroUsize>,
 }
 
 pub(super) use faultline_serve::{evidence_of, typed};
@@ -247,13 +254,15 @@ fn store(path: &std::path::Path, bytes: &[u8]) {
 /// longest answers of the fixtures hold about 400 bytes of them.
 const ANSWER_FIELDS_BYTES: usize = 512;
 
-/// Classification answers: one classification object per line.
-struct Classifier<'a> {
-    bundle: &'a Bundle,
+/// Classification answers: one classification object per line. The answer to a line depends
+/// on that line alone, so lines may be answered on several threads, a clone each.
+#[derive(Clone)]
+struct Classifier {
+    bundle: Arc<Bundle>,
     now: Option<SystemTime>,
 }
 
-impl json_lines::Answers for Classifier<'_> {
+impl json_lines::Answers for Classifier {
     fn subject(&self) -> &'static str {
         "evidence"
     }
@@ -287,11 +296,14 @@ pub fn run(args: &Args) -> Exit {
         Ok(bundle) => bundle,
         Err(exit) => return exit,
     };
-    json_lines::run(
-        &args.inputs,
-        &mut Classifier {
-            bundle: &bundle,
-            now: args.now,
-        },
-    )
+    let mut classifier = Classifier {
+        bundle: Arc::new(bundle),
+        now: args.now,
+    };
+    let jobs = args.jobs.unwrap_or_else(json_lines::default_jobs);
+    if jobs.get() == 1 {
+        json_lines::run(&args.inputs, &mut classifier)
+    } else {
+        json_lines::run_parallel(&args.inputs, classifier, jobs)
+    }
 }

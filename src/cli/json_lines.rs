@@ -15,6 +15,10 @@ use serde_json::{Map, Value};
 
 use super::{Exit, err};
 
+mod parallel;
+
+pub use parallel::{default_jobs, run as run_parallel};
+
 /// The longest input line that is parsed. Longer lines are answered with an error and skipped
 /// as they are read, so they never sit in memory. Evidence text past the classifier's own
 /// bound is not read anyway (see docs/evidence.md); this bound only keeps a JSON line of huge
@@ -173,6 +177,64 @@ fn read_line(reader: &mut dyn BufRead, buffer: &mut Vec<u8>) -> std::io::Result<
     }
 }
 
+/// What one input line became: its output line, and why it failed when it did.
+#[derive(Debug)]
+struct Answered {
+    /// The output line, without its newline.
+    text: String,
+    /// The line's error, reported on standard error too.
+    failure: Option<String>,
+}
+
+impl Answered {
+    /// Reports a failed line on standard error as `input:N: invalid <subject>: message`;
+    /// whether it failed.
+    fn report(&self, subject: &str, name: &str, number: usize) -> bool {
+        if let Some(failure) = &self.failure {
+            err(&format!("{name}:{number}: invalid {subject}: {failure}"));
+        }
+        self.failure.is_some()
+    }
+}
+
+/// Answers one physical line (`None`: a line over [`MAX_LINE_BYTES`], skipped unread).
+fn answer_line(
+    name: &str,
+    number: usize,
+    bytes: Option<&[u8]>,
+    answers: &mut dyn Answers,
+) -> Answered {
+    let (id, result) = match bytes {
+        None => (
+            None,
+            Err(LineError::line(format!(
+                "the line is longer than {MAX_LINE_BYTES} bytes and was skipped"
+            ))),
+        ),
+        Some(bytes) => {
+            let (id, fields) = faultline_serve::parse_object(bytes);
+            let answer = fields.and_then(|fields| {
+                answers.answer(Line {
+                    input: name,
+                    number,
+                    fields,
+                })
+            });
+            (id, answer)
+        }
+    };
+    match result {
+        Ok(answer) => Answered {
+            text: one_line(with_id(answer, id.as_ref())),
+            failure: None,
+        },
+        Err(error) => Answered {
+            text: one_line(answers.error_line(name, number, id.as_ref(), &error)),
+            failure: Some(error.describe()),
+        },
+    }
+}
+
 /// Answers every line of `inputs` (standard input when there are none), in order. Each bad
 /// line is also reported on standard error as `input:N: message`.
 ///
@@ -215,39 +277,17 @@ pub fn run(inputs: &[PathBuf], answers: &mut dyn Answers) -> Exit {
                 }
             };
             number += 1;
-            let (id, result) = match read {
+            let answered = match read {
                 Read::End => break,
-                Read::TooLong => (
-                    None,
-                    Err(LineError::line(format!(
-                        "the line is longer than {MAX_LINE_BYTES} bytes and was skipped"
-                    ))),
-                ),
+                Read::TooLong => answer_line(&name, number, None, answers),
                 Read::Line(bytes) => {
-                    let (id, fields) = faultline_serve::parse_object(&bytes);
+                    let answered = answer_line(&name, number, Some(&bytes), answers);
                     buffer = bytes;
-                    let answer = fields.and_then(|fields| {
-                        answers.answer(Line {
-                            input: &name,
-                            number,
-                            fields,
-                        })
-                    });
-                    (id, answer)
+                    answered
                 }
             };
-            let text = match result {
-                Ok(answer) => one_line(with_id(answer, id.as_ref())),
-                Err(error) => {
-                    failed_lines = true;
-                    err(&format!(
-                        "{name}:{number}: invalid {}: {}",
-                        answers.subject(),
-                        error.describe()
-                    ));
-                    one_line(answers.error_line(&name, number, id.as_ref(), &error))
-                }
-            };
+            failed_lines |= answered.report(answers.subject(), &name, number);
+            let text = answered.text;
             let written = output
                 .write_all(text.as_bytes())
                 .and_then(|()| output.write_all(b"\n"))
