@@ -38,7 +38,7 @@ struct Batch {
     sequence: u64,
     input: Arc<str>,
     first_number: usize,
-    /// Each line's bytes; `None` for a line over [`MAX_LINE_BYTES`], skipped unread.
+    /// Each line's bytes; `None` for a line over [`super::MAX_LINE_BYTES`], skipped unread.
     lines: Vec<Option<Vec<u8>>>,
     bytes: usize,
 }
@@ -54,26 +54,34 @@ struct AnsweredBatch {
 
 /// The bytes read but not yet written, shared by the reader (who waits for room) and the
 /// writer (who makes room, and closes it when it stops, so the reader stops too).
-#[derive(Default)]
 struct InFlight {
     state: Mutex<InFlightState>,
     room: Condvar,
+    /// At most this many bytes, unless one batch alone is larger.
+    limit: usize,
 }
 
 #[derive(Default)]
 struct InFlightState {
     bytes: usize,
     closed: bool,
+    /// A worker stopped in the middle of a batch: its answers will never come.
+    broken: bool,
 }
 
 impl InFlight {
+    fn new(limit: usize) -> InFlight {
+        InFlight {
+            state: Mutex::default(),
+            room: Condvar::new(),
+            limit,
+        }
+    }
+
     /// Waits until `bytes` more fit (always, when nothing is in flight); `false` once closed.
     fn acquire(&self, bytes: usize) -> bool {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        while !state.closed
-            && state.bytes > 0
-            && state.bytes.saturating_add(bytes) > IN_FLIGHT_BYTES
-        {
+        while !state.closed && state.bytes > 0 && state.bytes.saturating_add(bytes) > self.limit {
             state = self
                 .room
                 .wait(state)
@@ -97,6 +105,22 @@ impl InFlight {
         state.closed = true;
         self.room.notify_all();
     }
+
+    /// Closes the flight because a batch will never be answered.
+    fn break_down(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .broken = true;
+        self.close();
+    }
+
+    fn is_broken(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .broken
+    }
 }
 
 /// Closes the flight when the writer stops, however it stops.
@@ -114,12 +138,20 @@ pub fn run<A>(inputs: &[PathBuf], answers: A, jobs: NonZeroUsize) -> Exit
 where
     A: Answers + Clone + Send + 'static,
 {
+    run_within(inputs, answers, jobs, IN_FLIGHT_BYTES)
+}
+
+/// [`run`] with `limit` bytes in flight.
+fn run_within<A>(inputs: &[PathBuf], answers: A, jobs: NonZeroUsize, limit: usize) -> Exit
+where
+    A: Answers + Clone + Send + 'static,
+{
     let opened = match open(inputs) {
         Ok(opened) => opened,
         Err(exit) => return exit,
     };
     let subject = answers.subject();
-    let in_flight = Arc::new(InFlight::default());
+    let in_flight = Arc::new(InFlight::new(limit));
     let _close = CloseOnDrop(Arc::clone(&in_flight));
     let (work, to_do) = mpsc::channel::<Batch>();
     let (done, answered) = mpsc::channel::<AnsweredBatch>();
@@ -138,9 +170,10 @@ where
     let mut workers = 0;
     for _ in 0..jobs.get() {
         let (to_do, done, mut answers) = (Arc::clone(&to_do), done.clone(), answers.clone());
+        let in_flight = Arc::clone(&in_flight);
         let spawned = std::thread::Builder::new()
             .name("faultline-answer".to_owned())
-            .spawn(move || answer_batches(&to_do, &done, &mut answers));
+            .spawn(move || answer_batches(&to_do, &done, &in_flight, &mut answers));
         if spawned.is_ok() {
             workers += 1;
         }
@@ -271,6 +304,7 @@ fn send(
 fn answer_batches(
     to_do: &Mutex<Receiver<Batch>>,
     done: &Sender<AnsweredBatch>,
+    in_flight: &InFlight,
     answers: &mut dyn Answers,
 ) {
     loop {
@@ -278,12 +312,21 @@ fn answer_batches(
         let Ok(batch) = next else {
             return;
         };
-        let answered = batch
-            .lines
-            .iter()
-            .zip(batch.first_number..)
-            .map(|(line, number)| answer_line(&batch.input, number, line.as_deref(), answers))
-            .collect();
+        // A panic would leave a gap the writer waits on forever, and the reader waiting for
+        // room behind it: stop reading instead, so the command ends with an error after the
+        // answers before the gap.
+        let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            batch
+                .lines
+                .iter()
+                .zip(batch.first_number..)
+                .map(|(line, number)| answer_line(&batch.input, number, line.as_deref(), answers))
+                .collect()
+        }));
+        let Ok(answered) = answered else {
+            in_flight.break_down();
+            return;
+        };
         let sent = done.send(AnsweredBatch {
             sequence: batch.sequence,
             input: batch.input,
@@ -329,7 +372,7 @@ fn write_in_order(
         }
     }
     output.flush().map_err(|error| write_failed(&error))?;
-    if !waiting.is_empty() {
+    if !waiting.is_empty() || in_flight.is_broken() {
         err("error: a thread answering lines stopped; answers after it were not written");
         return Err(Exit::Failure);
     }
@@ -352,7 +395,7 @@ mod tests {
 
     #[test]
     fn the_flight_admits_one_oversized_batch_alone_and_waits_for_room() {
-        let flight = Arc::new(InFlight::default());
+        let flight = Arc::new(InFlight::new(IN_FLIGHT_BYTES));
         assert!(flight.acquire(IN_FLIGHT_BYTES * 2), "alone, any size fits");
         let waiting = {
             let flight = Arc::clone(&flight);
@@ -364,9 +407,57 @@ mod tests {
         assert!(waiting.join().unwrap());
     }
 
+    /// Answers every line, but panics on a line holding `boom`.
+    #[derive(Clone)]
+    struct Fragile;
+
+    impl Answers for Fragile {
+        fn subject(&self) -> &'static str {
+            "line"
+        }
+
+        fn answer(
+            &mut self,
+            line: super::super::Line<'_>,
+        ) -> Result<String, super::super::LineError> {
+            assert!(!line.fields.contains_key("boom"), "a bug in answering");
+            Ok("{}".to_owned())
+        }
+
+        fn error_line(
+            &mut self,
+            _: &str,
+            _: usize,
+            _: Option<&serde_json::Value>,
+            _: &super::super::LineError,
+        ) -> String {
+            "{}".to_owned()
+        }
+    }
+
+    #[test]
+    fn a_panicking_worker_ends_the_command_with_an_error_instead_of_a_hang() {
+        let path =
+            std::env::temp_dir().join(format!("faultline-fragile-{}.jsonl", std::process::id()));
+        // The bad line is in the first batch; the flight holds one batch, so the reader waits
+        // for the writer, who waits for that batch.
+        let mut text = "{\"boom\":1}\n".to_owned();
+        text.push_str(&"{}\n".repeat(100_000));
+        std::fs::write(&path, text).unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let inputs = vec![path.clone()];
+        std::thread::spawn(move || {
+            let jobs = NonZeroUsize::new(2).unwrap();
+            let _ = sender.send(run_within(&inputs, Fragile, jobs, 1024));
+        });
+        let exit = receiver.recv_timeout(std::time::Duration::from_secs(60));
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(exit, Ok(Exit::Failure));
+    }
+
     #[test]
     fn a_closed_flight_stops_the_reader() {
-        let flight = Arc::new(InFlight::default());
+        let flight = Arc::new(InFlight::new(IN_FLIGHT_BYTES));
         assert!(flight.acquire(IN_FLIGHT_BYTES));
         let waiting = {
             let flight = Arc::clone(&flight);
