@@ -23,8 +23,16 @@ pub const MIN_WORD: usize = 3;
 /// The shortest useful prefilter word of CJK characters: one ideograph (`的`, `错`) is as
 /// frequent in Chinese text as a short English word, two (`余额`, `限流`) are a word.
 pub const MIN_CJK_WORD: usize = 2;
-/// Alternations with more branches make a rule ungated rather than flood the prefilter.
-pub const MAX_ALTERNATIVES: usize = 64;
+/// The most conjuncts (or, for [`Requirement`], words) a rule keeps. Past it, each conjunct is
+/// cut to its strongest word, and past it again the rule is ungated rather than flood the
+/// prefilter. At 64, a catalogue rule that grew a 65th distinct branch (an HTTP-400 rule reading
+/// the shapes of many clients) fell to one word a branch, `request` or `error` among them, and
+/// let 3,700 more ordinary corpus chunks past the gate. A few hundred conjuncts for one rule cost
+/// little: the prefilter finds every word of the catalogue in one pass over the text.
+pub const MAX_ALTERNATIVES: usize = 256;
+/// The most conjuncts an alternation may hold before absorption, which compares every pair (a
+/// 33,000-way alternation took 27 s): past it the rule is ungated.
+const MAX_BEFORE_ABSORPTION: usize = 4096;
 /// The longest prefilter word: a longer one is required by its first bytes only (still a
 /// required word: its text holds them), so that the prefilter's automaton stays in proportion
 /// to the catalogue however long a pattern's literal (a 100,000-byte one took 49 s to build).
@@ -421,7 +429,7 @@ fn both(a: Vec<Vec<String>>, b: Vec<Vec<String>>) -> Vec<Vec<String>> {
 fn either(mut conjuncts: Vec<Vec<String>>) -> Option<Vec<Vec<String>>> {
     conjuncts.sort();
     conjuncts.dedup();
-    if conjuncts.len() > MAX_ALTERNATIVES * MAX_ALTERNATIVES {
+    if conjuncts.len() > MAX_BEFORE_ABSORPTION {
         // Absorption compares every pair (a 33,000-way alternation took 27 s), and so many
         // distinct alternatives would hardly absorb to a few dozen: the rule is ungated.
         return None;
@@ -525,7 +533,7 @@ fn too_many_to_keep(conjuncts: &[Vec<String>]) -> bool {
     distinct.sort();
     distinct.dedup();
     distinct.len() > MAX_ALTERNATIVES
-        && (distinct.len() > MAX_ALTERNATIVES * MAX_ALTERNATIVES
+        && (distinct.len() > MAX_BEFORE_ABSORPTION
             || absorbed(distinct).len() > MAX_ALTERNATIVES)
 }
 
@@ -705,6 +713,24 @@ mod tests {
                 &["charlie", "bravo"],
             ])
         );
+    }
+
+    #[test]
+    fn a_rule_of_many_branches_keeps_a_conjunct_per_branch_up_to_the_bound() {
+        // Each branch needs two rare words. Past 64 branches the conjuncts used to be cut to one
+        // word each, and the gate to the weaker of the two.
+        let branches = |n: usize| {
+            (0..n)
+                .map(|i| format!(r"\bqzx{i}alpha\s+vzq{i}bravo\b"))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let kept = conjuncts(&branches(200)).unwrap();
+        assert_eq!(kept.len(), 200);
+        assert!(kept.iter().all(|words| words.len() == 2));
+        // Past the bound, one word a branch; past it again, no gate rather than a flood.
+        let cut = conjuncts(&branches(MAX_ALTERNATIVES + 1));
+        assert_eq!(cut, None);
     }
 
     #[test]

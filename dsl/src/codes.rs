@@ -501,7 +501,8 @@ diagnostic_codes! {
     /// Japanese or Korean characters (ideographs, kana, Hangul), that every match must
     /// contain; an alternative made only of other non-ASCII text (accented or Cyrillic letters,
     /// which have case variants), punctuation, short tokens or
-    /// optional parts (`(?:token)?`) has none, nor has an alternation of more than 64 branches,
+    /// optional parts (`(?:token)?`) has none, nor has an alternation of more than 256 branches
+    /// that share no word,
     /// and a word the redaction may write (`redacted`, `path`) does not count in the sanitized
     /// view. The label is on the first text matcher of the rule.
     ///
