@@ -533,8 +533,7 @@ fn too_many_to_keep(conjuncts: &[Vec<String>]) -> bool {
     distinct.sort();
     distinct.dedup();
     distinct.len() > MAX_ALTERNATIVES
-        && (distinct.len() > MAX_BEFORE_ABSORPTION
-            || absorbed(distinct).len() > MAX_ALTERNATIVES)
+        && (distinct.len() > MAX_BEFORE_ABSORPTION || absorbed(distinct).len() > MAX_ALTERNATIVES)
 }
 
 /// The conjuncts of a pattern (in lowered syntax), as the tests read them.
