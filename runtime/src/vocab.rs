@@ -143,13 +143,13 @@ vocabulary! {
     /// A parser that extracts a reset or retry time from failure text.
     TimingExtractor, "timing extractor" {
         TryAgainAt = "try_again_at": "`try again at Dec 3, 2026 3:09 PM UTC`: an explicit zone is mandatory",
-        ResetsClock = "resets_clock": "`resets 3pm (Europe/Paris)`: a clock time in an IANA zone",
+        ResetsClock = "resets_clock": "`resets 3pm (Europe/Paris)`, `Your limit will reset at 7am (Asia/Singapore)`: a clock time in an IANA zone",
         ResetsIn = "resets_in": "`resets in 2h 30m`: a delay",
         RetryAfter = "retry_after": "the `retry-after` header: delta-seconds or an HTTP-date",
         RetryAfterMs = "retry_after_ms": "the `retry-after-ms` (or `x-ms-retry-after-ms`) header: milliseconds",
         RatelimitReset = "ratelimit_reset": "the rate-limit reset headers: Go durations (`x-ratelimit-reset-tokens: 6m0s`) or RFC 3339 instants (`anthropic-ratelimit-tokens-reset`)",
         BodyReset = "body_reset": "the error body: Google `RetryInfo.retryDelay`, `resets_at` (RFC 3339 or epoch seconds), `resets_in_seconds`, `retry_after_seconds`, or a pointer the rule names",
-        TryAgainIn = "try_again_in": "`Please try again in 2.746s`, `retry in 37.6s`, `retry after 20 seconds`, `try again in 1 hour 23 minutes`: a delay, Go-style or in words",
+        TryAgainIn = "try_again_in": "`Please try again in 2.746s`, `retry in 37.6s`, `retry after 20 seconds`, `try again in 1 hour 23 minutes`, `Please wait 17 seconds before trying again`: a delay, Go-style or in words",
     }
 }
 

@@ -8,12 +8,14 @@
 //!   numeric offset up to ±14:00) is mandatory: a wall-clock time without one names no instant.
 //!   The ordinal suffix must fit the day, the date must exist, and a missing year is the first
 //!   year (at most eight ahead, the reach of a February 29th) that puts the time after now.
-//! - `resets_clock`: "resets 3pm (Europe/Paris)", Claude's session-limit notice: today or
+//! - `resets_clock`: "resets 3pm (Europe/Paris)", Claude's session-limit notice (and "Your
+//!   limit will reset at 7am (Asia/Singapore)", its earlier usage-limit notice): today or
 //!   tomorrow in a named IANA zone. A wall-clock time the zone skips (spring gap) or repeats
 //!   (autumn fold) names no single instant, so it gives no hint.
 //! - `resets_in`: "resets in 2h 30m", a delay from now.
 //! - `try_again_in`: "Please try again in 2.746s", "retry in 37.6s", "retry after 20 seconds",
-//!   "try again in 1 hour 23 minutes": a delay from now, Go-style or in words.
+//!   "try again in 1 hour 23 minutes", "Please wait 17 seconds before trying again": a delay
+//!   from now, Go-style or in words.
 //!
 //! - Structured extractors (`retry_after`, `retry_after_ms`, `ratelimit_reset`, `body_reset`)
 //!   read the response headers and the error body, and are consulted before every text
@@ -342,10 +344,56 @@ mod tests {
             ("Try again in 3 hours, 10 minutes.", "2026-10-01T11:10:00Z"),
             ("TRY AGAIN IN 1h2m3.5s", "2026-10-01T09:02:03.5Z"),
             ("try again in 1 day", "2026-10-02T08:00:00Z"),
+            (
+                "Sorry, your request was rate-limited. Please wait 17 seconds before trying again.",
+                "2026-10-01T08:00:17Z",
+            ),
+            (
+                "have exceeded token rate limit of your current OpenAI S0 pricing tier. Please wait 60 seconds before retrying.",
+                "2026-10-01T08:01:00Z",
+            ),
+            (
+                "Please wait 4 hours 26 minutes before trying again.",
+                "2026-10-01T12:26:00Z",
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(read(text).as_deref(), Some(expected), "{text}");
         }
+    }
+
+    #[test]
+    fn a_wait_needs_before_trying_again_and_a_reset_needs_its_zone() {
+        let now = "2026-10-01T08:00:00Z";
+        // "wait" alone is not a retry delay: the sentence must say it comes before a retry.
+        for text in [
+            "Please wait 5 seconds.",
+            "We wait 10 seconds before reading the log.",
+        ] {
+            assert_eq!(read(TimingExtractor::TryAgainIn, text, now), None, "{text}");
+        }
+        let clock = |text: &str| read(TimingExtractor::ResetsClock, text, now);
+        assert_eq!(
+            clock("Claude usage limit reached. Your limit will reset at 7am (Asia/Singapore).")
+                .as_deref(),
+            // It is 16:00 in Singapore (UTC+8): the next 07:00 there is 23:00 UTC on the 1st.
+            Some("2026-10-01T23:00:00Z"),
+        );
+        // Terminals wrap the notice before the zone.
+        assert_eq!(
+            clock(
+                "Claude usage limit reached. Your limit will reset at 10am \n     (America/Lima)."
+            )
+            .as_deref(),
+            Some("2026-10-01T15:00:00Z"),
+        );
+        // An escaped line break (`\n` as two characters) is text, not white space.
+        assert_eq!(
+            clock(r"Your limit will reset at 10am \n (America/Lima)."),
+            None
+        );
+        // A wall-clock time without a zone names no instant.
+        assert_eq!(clock("Limits will reset at 9:30 AM."), None);
     }
 
     #[test]

@@ -58,8 +58,14 @@ pub(super) static TRY_AGAIN_AT: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
-pub(super) static RESETS_CLOCK: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"(?i)\bresets\s+(\d{1,2})(?::(\d{2}))?\s*(AM|PM)\s+\(([^()\r\n]+)\)"));
+/// A clock time in a named zone after "resets" (Claude Code's session-limit notice, `resets 3pm
+/// (Europe/Paris)`) or "reset at" (its earlier usage-limit notice, `Your limit will reset at 7am
+/// (Asia/Singapore).`, which terminals may wrap before the zone).
+pub(super) static RESETS_CLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"(?i)\b(?:resets(?:\s+at)?|reset\s+at)\s+(\d{1,2})(?::(\d{2}))?\s*(AM|PM)\s+\(([^()\r\n]+)\)",
+    )
+});
 
 pub(super) static RESETS_IN: LazyLock<Regex> = LazyLock::new(|| {
     regex(
@@ -67,12 +73,16 @@ pub(super) static RESETS_IN: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
-/// A delay as providers print it after "try again in" / "retry in" / "retry after": Go-style
+/// A delay as providers print it after "try again in" / "retry in" / "retry after", or between
+/// "wait" and "before trying again" / "before retrying" (GitHub Copilot's `Please wait 17 seconds
+/// before trying again.`, Azure OpenAI's `Please wait 60 seconds before retrying.`): Go-style
 /// (`2.746s`, `12m54.72s`, `64ms`, `6m0s`) or in words (`20 seconds`, `1 hour 23 minutes`,
-/// `2 hours and 5 minutes`). Units are matched longest first, so `ms` is never read as `m`.
+/// `2 hours and 5 minutes`). Units are matched longest first, so `ms` is never read as `m`. The
+/// delay is the first group that took part in the match.
 pub(super) static TRY_AGAIN_IN: LazyLock<Regex> = LazyLock::new(|| {
+    let delays = format!(r"(?:\d+(?:\.\d+)?\s*{DELAY_UNIT}(?:\s*,\s*|\s+and\s+|\s*)?)+");
     regex(&format!(
-        r"(?i)\b(?:try\s+again|retry)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*{DELAY_UNIT}(?:\s*,\s*|\s+and\s+|\s*)?)+)(?:\b|$)"
+        r"(?i)\b(?:(?:try\s+again|retry)\s+(?:in|after)\s+({delays})(?:\b|$)|wait\s+({delays})\s*before\s+(?:trying\s+again|retrying)\b)"
     ))
 });
 
@@ -123,7 +133,11 @@ pub(super) fn read_try_again_in(
     captures: &Captures<'_>,
     now: Timestamp,
 ) -> Result<Timestamp, String> {
-    let delay = read_delay(group(captures, 1).unwrap_or_default())?;
+    let delay = read_delay(
+        group(captures, 1)
+            .or(group(captures, 2))
+            .unwrap_or_default(),
+    )?;
     after(now, delay)
 }
 
