@@ -349,7 +349,7 @@ mod tests {
                 "2026-10-01T08:00:17Z",
             ),
             (
-                "have exceeded token rate limit of your current OpenAI S0 pricing tier. Please wait 60 seconds before retrying.",
+                "Rate limit of 40000 per 60s exceeded for UserByModelByMinuteTokens. Please wait 60 seconds before retrying.",
                 "2026-10-01T08:01:00Z",
             ),
             (

@@ -75,7 +75,8 @@ pub(super) static RESETS_IN: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A delay as providers print it after "try again in" / "retry in" / "retry after", or between
 /// "wait" and "before trying again" / "before retrying" (GitHub Copilot's `Please wait 17 seconds
-/// before trying again.`, Azure OpenAI's `Please wait 60 seconds before retrying.`): Go-style
+/// before trying again.`, Azure AI Foundry's and GitHub Models' `Please wait 60 seconds before
+/// retrying.`): Go-style
 /// (`2.746s`, `12m54.72s`, `64ms`, `6m0s`) or in words (`20 seconds`, `1 hour 23 minutes`,
 /// `2 hours and 5 minutes`). Units are matched longest first, so `ms` is never read as `m`. The
 /// delay is the first group that took part in the match.
