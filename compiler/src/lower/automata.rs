@@ -175,8 +175,9 @@ pub(crate) fn build_lazy_dfa(
 }
 
 /// The syntax tree the analysis reads a pattern by: the pattern's own, unless it holds a long
-/// bounded repetition and its exact DFA does not fit `first_attempt` (the lowering's first,
-/// shared attempt), when bounded gaps are widened (an over-approximation, flagged `true`).
+/// bounded repetition and its exact DFA does not fit `first_attempt` (the analysis's exact
+/// attempt, smaller than the lowering's), when bounded gaps are widened (an over-approximation,
+/// flagged `true`).
 /// Widening keeps the product search from counting every position of a gap.
 pub(crate) fn analysed_hir(
     db: &dyn Db,
@@ -439,6 +440,29 @@ pub fn group_dfa<'db>(
     }))
 }
 
+/// The patterns of `group` (indices into `prepared`), as its DFA's key reads them.
+pub(super) fn group_members(prepared: &[Prepared], group: &[usize]) -> Vec<(String, bool)> {
+    group
+        .iter()
+        .filter_map(|&i| prepared.get(i).map(|p| (p.pattern.clone(), p.approximate)))
+        .collect()
+}
+
+/// The key of a group's DFA under `budget`.
+pub(super) fn group_key<'db>(
+    db: &'db dyn Db,
+    members: Vec<(String, bool)>,
+    budget: &Budget,
+) -> GroupKey<'db> {
+    GroupKey::new(
+        db,
+        members,
+        budget.view_dfa_bytes,
+        budget.determinize_bytes,
+        budget.nfa_bytes,
+    )
+}
+
 /// Splits `group` (indices into `prepared`) into DFAs that fit the budget; a pattern that does
 /// not fit even alone is the error, with its index.
 pub(super) fn partition(
@@ -451,17 +475,7 @@ pub(super) fn partition(
     if group.is_empty() {
         return Ok(());
     }
-    let members: Vec<(String, bool)> = group
-        .iter()
-        .filter_map(|&i| prepared.get(i).map(|p| (p.pattern.clone(), p.approximate)))
-        .collect();
-    let key = GroupKey::new(
-        db,
-        members,
-        budget.view_dfa_bytes,
-        budget.determinize_bytes,
-        budget.nfa_bytes,
-    );
+    let key = group_key(db, group_members(prepared, group), budget);
     match group_dfa(db, key) {
         Ok(dfa) => {
             out.push((group.to_vec(), Arc::clone(dfa)));

@@ -323,6 +323,20 @@ fn prepare_in_parallel(db: &dyn Db, patterns: &[&str], budget: &Budget) {
     });
 }
 
+/// Builds the groups' DFAs on worker threads ahead of the lowering, which then finds them
+/// memoized (a group that does not fit is split by the lowering, on this thread): after the
+/// patterns, they were the longest stretch of a check that ran on one thread (a perf profile).
+fn build_groups_in_parallel(db: &dyn Db, mut groups: Vec<Vec<(String, bool)>>, budget: &Budget) {
+    // Largest first, so that the last build to start is a small one.
+    groups.sort_by_key(|members| {
+        std::cmp::Reverse(members.iter().map(|(p, _)| p.len()).sum::<usize>())
+    });
+    crate::db::prefetch_in_parallel(db, &groups, |db, members| {
+        // Errors are reported by the lowering, which reads the memoized result.
+        let _ = group_dfa(db, group_key(db, members.clone(), budget));
+    });
+}
+
 fn lower_included(
     db: &dyn Db,
     catalogue: &Catalogue,
@@ -429,12 +443,8 @@ fn lower_included(
     if !failures.is_empty() {
         return Err(failures);
     }
-    let mut views = Vec::new();
-    let mut dfas = Vec::new();
-    let mut reports = Vec::new();
-    for ((view, patterns), (_, prepared_patterns)) in view_patterns.iter().zip(&prepared_views) {
-        let mut built = Vec::new();
-        let owners: Vec<String> = patterns
+    let owners_of = |patterns: &[(String, Uses)]| -> Vec<String> {
+        patterns
             .iter()
             .map(|(_, uses)| {
                 uses.first()
@@ -442,7 +452,28 @@ fn lower_included(
                     .map(|rule| rule.id.clone())
                     .unwrap_or_default()
             })
-            .collect();
+            .collect()
+    };
+    build_groups_in_parallel(
+        db,
+        view_patterns
+            .values()
+            .zip(&prepared_views)
+            .flat_map(|(patterns, (_, prepared_patterns))| {
+                groups(prepared_patterns, &owners_of(patterns))
+                    .into_iter()
+                    .map(|group| group_members(prepared_patterns, &group))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        budget,
+    );
+    let mut views = Vec::new();
+    let mut dfas = Vec::new();
+    let mut reports = Vec::new();
+    for ((view, patterns), (_, prepared_patterns)) in view_patterns.iter().zip(&prepared_views) {
+        let mut built = Vec::new();
+        let owners = owners_of(patterns);
         for group in groups(prepared_patterns, &owners) {
             if let Err((member, error)) =
                 partition(db, prepared_patterns, &group, budget, &mut built)
