@@ -443,27 +443,32 @@ fn lower_included(
     if !failures.is_empty() {
         return Err(failures);
     }
-    let owners_of = |patterns: &[(String, Uses)]| -> Vec<String> {
-        patterns
-            .iter()
-            .map(|(_, uses)| {
-                uses.first()
-                    .and_then(|&(i, _)| catalogue.rule(i))
-                    .map(|rule| rule.id.clone())
-                    .unwrap_or_default()
-            })
-            .collect()
-    };
+    // Each view's groups (bucketed by the rule that first uses each pattern).
+    let view_groups: Vec<Vec<Vec<usize>>> = view_patterns
+        .values()
+        .zip(&prepared_views)
+        .map(|(patterns, (_, prepared_patterns))| {
+            let owners: Vec<String> = patterns
+                .iter()
+                .map(|(_, uses)| {
+                    uses.first()
+                        .and_then(|&(i, _)| catalogue.rule(i))
+                        .map(|rule| rule.id.clone())
+                        .unwrap_or_default()
+                })
+                .collect();
+            groups(prepared_patterns, &owners)
+        })
+        .collect();
     build_groups_in_parallel(
         db,
-        view_patterns
-            .values()
+        view_groups
+            .iter()
             .zip(&prepared_views)
-            .flat_map(|(patterns, (_, prepared_patterns))| {
-                groups(prepared_patterns, &owners_of(patterns))
-                    .into_iter()
-                    .map(|group| group_members(prepared_patterns, &group))
-                    .collect::<Vec<_>>()
+            .flat_map(|(groups, (_, prepared_patterns))| {
+                groups
+                    .iter()
+                    .map(|group| group_members(prepared_patterns, group))
             })
             .collect(),
         budget,
@@ -471,10 +476,11 @@ fn lower_included(
     let mut views = Vec::new();
     let mut dfas = Vec::new();
     let mut reports = Vec::new();
-    for ((view, patterns), (_, prepared_patterns)) in view_patterns.iter().zip(&prepared_views) {
+    for (((view, patterns), (_, prepared_patterns)), groups) in
+        view_patterns.iter().zip(&prepared_views).zip(view_groups)
+    {
         let mut built = Vec::new();
-        let owners = owners_of(patterns);
-        for group in groups(prepared_patterns, &owners) {
+        for group in groups {
             if let Err((member, error)) =
                 partition(db, prepared_patterns, &group, budget, &mut built)
             {
