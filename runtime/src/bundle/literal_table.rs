@@ -289,8 +289,6 @@ impl LiteralTable {
 #[cfg(feature = "bundle-writer")]
 pub(crate) fn build(literals: &[&str]) -> Vec<u8> {
     use aho_corasick::automaton::{Automaton, StateID};
-    // Every state is looked up twice per byte: with SipHash this function, which runs on one
-    // thread, took 3% of a check of the repository catalogue, most of it hashing (a perf profile).
     use aho_corasick::dfa::DFA;
     use aho_corasick::{Anchored, MatchKind};
     use rustc_hash::FxHashMap as HashMap;
@@ -311,6 +309,8 @@ pub(crate) fn build(literals: &[&str]) -> Vec<u8> {
     };
     // Every state reachable from the start, breadth first.
     let mut reached: Vec<StateID> = vec![start];
+    // FxHash: every state is looked up twice per byte, and with SipHash this function, which runs
+    // on one thread, took 3% of a check of the repository catalogue, most of it hashing (perf).
     let mut number: HashMap<StateID, usize> = HashMap::default();
     number.insert(start, 0);
     let mut next_to_visit = 0;
