@@ -213,9 +213,8 @@ fn parsed_hir(db: &dyn Db, pattern: &str) -> Result<Hir, AutomatonError> {
         .map_err(|error| AutomatonError::Other(error.to_string()))
 }
 
-/// A pattern's DFA alone, exact or widened, under limits. Tracked: the lowering and the
-/// analysis make the same first attempt at a pattern, and a widened pattern's DFA alone is its
-/// group's, so they are shared.
+/// A pattern's DFA alone, exact or widened, under limits. Tracked: a widened pattern's DFA alone
+/// is its group's, and the analysis's exact attempts are kept for the next check of a session.
 #[salsa::tracked(returns(ref), no_eq)]
 pub(crate) fn exact_dfa<'db>(
     db: &'db dyn Db,
@@ -249,7 +248,8 @@ pub(crate) struct Alone {
 /// Builds a pattern's DFA alone, exact if it fits `key`'s budget, else with bounded gaps widened
 /// (under the wide budget). The exact attempt is first made with the key's `first` budget when
 /// that is smaller: its success yields the very DFA the larger budget would (the limits only
-/// stop a build early), and it is the attempt the lowering makes, so the analysis shares it.
+/// stop a build early). (The analysis tries smaller, `analysis::EXACT_ATTEMPT_BYTES`: its
+/// attempts fail often, and a failed one costs in proportion to its limit.)
 pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, AutomatonError> {
     let text = key.text(db);
     let hir = parsed_hir(db, text)?;
@@ -282,9 +282,8 @@ pub(crate) fn alone(db: &dyn Db, key: PatternKey<'_>) -> Result<Alone, Automaton
             approximate: false,
         }),
         Err(_) => {
-            // Like the exact attempt, the widened one is first made under the shared `first`
-            // budget, so that the lowering and the analysis (whose widened budgets differ)
-            // build most widened patterns once.
+            // The widened attempt is first made under the `first` budget too, like the exact
+            // one: where it fits, it is the DFA the wide budget would build.
             let wide = *key.wide_budget(db);
             let shared = (*key.first(db)).min(wide);
             let mut built = attempt(true, shared, 4);
