@@ -88,7 +88,7 @@ fn prefetch_patterns(db: &dyn Db, loaded: &LoadedCatalogue, budget: &Budget) {
             let text = crate::db::PatternText::new(db, lowered.lowered.clone());
             let _ = crate::db::required_conjuncts(db, text);
             let key = crate::db::RegexKey::new(db, lowered.lowered.clone(), budget.regex_limit());
-            let _ = lower::regex_error(db, key);
+            let _ = lower::runtime_regex(db, key);
         }
     });
 }
@@ -198,8 +198,14 @@ impl Compiler {
 
     /// Writes and reloads the bundle of a stage; when the catalogue has errors, the bundle (of
     /// the rules that checked clean) only serves the analysis, and gets a stand-in catch-all
-    /// if it lacks one.
-    fn load(&self, loaded: &LoadedCatalogue, stage: &mut Stage) -> Option<(Vec<u8>, Bundle)> {
+    /// if it lacks one. The bundle adopts the regexes the check compiled (its examples and
+    /// witnesses are classified next).
+    fn load(
+        &self,
+        db: &dyn Db,
+        loaded: &LoadedCatalogue,
+        stage: &mut Stage,
+    ) -> Option<(Vec<u8>, Bundle)> {
         if !stage.clean {
             let Stage {
                 catalogue, lowered, ..
@@ -210,7 +216,10 @@ impl Compiler {
             lower::ensure_catch_all(catalogue, lowered);
         }
         match lower::write_and_load(&stage.catalogue, &stage.lowered, manifest_hash(loaded)) {
-            Ok(loaded) => Some(loaded),
+            Ok(built) => {
+                lower::adopt_checked_regexes(db, &built.1, &self.budget);
+                Some(built)
+            }
             Err(error) => {
                 stage.diagnostics.push(bundle_does_not_load(loaded, &error));
                 None
@@ -225,7 +234,7 @@ impl Compiler {
         loading: &[Diagnostic],
     ) -> Compilation {
         let mut stage = self.stage(db, loaded, loading);
-        let built = self.load(loaded, &mut stage);
+        let built = self.load(db, loaded, &mut stage);
         let Stage {
             catalogue,
             mut diagnostics,
@@ -287,7 +296,7 @@ impl Compiler {
         let db = Database::default();
         let mut stage = self.stage(&db, loaded, &[]);
         let (a, b) = (stage.catalogue.index_of(a)?, stage.catalogue.index_of(b)?);
-        let verdict = match self.load(loaded, &mut stage) {
+        let verdict = match self.load(&db, loaded, &mut stage) {
             Some((_, bundle)) => analysis::pair_verdict(
                 &db,
                 analysis::Inputs {
@@ -632,7 +641,7 @@ mod tests {
         // No catalogue makes the compiler write this, but the loader refuses it: a bundle whose
         // last rule (the catch-all) is missing.
         stage.lowered.model.rules.pop();
-        assert!(compiler.load(&loaded, &mut stage).is_none());
+        assert!(compiler.load(&db, &loaded, &mut stage).is_none());
         let refused = found(&stage.diagnostics, Code::BundleDoesNotLoad);
         let [(label, message, _)] = refused.as_slice() else {
             panic!("{:#?}", stage.diagnostics);

@@ -21,7 +21,7 @@ pub const MAX_NEST_LIMIT: u32 = 1000;
 
 /// Nesting later stages accept when they parse a validated pattern again: the front end's limit
 /// plus room for the few groups the analysis wraps a pattern in.
-const DOWNSTREAM_NEST_LIMIT: u32 = MAX_NEST_LIMIT + 8;
+pub(crate) const DOWNSTREAM_NEST_LIMIT: u32 = MAX_NEST_LIMIT + 8;
 
 /// Parses a pattern that the front end validated (or wrapped) into a syntax tree.
 pub fn parse_hir(pattern: &str) -> Result<regex_syntax::hir::Hir, Box<regex_syntax::Error>> {

@@ -30,6 +30,66 @@ pub use crate::bundle::write::{BundleContents, WriteError, write};
 pub use crate::bundle::{REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
 pub use crate::sanitize::{INTRODUCED_TEXTS, INTRODUCED_WORDS, joined_literal_is_raw};
 
+/// A pattern compiled as a bundle compiles its regexes on first use, for a compiler that checks
+/// every pattern against [`REGEX_SIZE_LIMIT`] by compiling it and would have the bundle it loads
+/// compile it again: [`adopt_regexes`] hands the compiled form over. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PatternRegex {
+    regex: regex::Regex,
+}
+
+/// Why a pattern does not compile as a bundle's regex.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PatternRegexError {
+    /// Its program exceeds the size limit (in bytes).
+    #[error("the compiled regex exceeds the size limit of {limit} bytes")]
+    TooBig {
+        /// The limit it exceeds.
+        limit: usize,
+    },
+    /// It does not parse, or nests deeper than the limit.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl PatternRegex {
+    /// Compiles `pattern` as a bundle would (under a `size_limit` of at most
+    /// [`REGEX_SIZE_LIMIT`] and a `nest_limit` of the caller's choice: either only refuses
+    /// more patterns, never changes what one compiles to).
+    pub fn compile(
+        pattern: &str,
+        size_limit: usize,
+        nest_limit: u32,
+    ) -> Result<PatternRegex, PatternRegexError> {
+        crate::bundle::build_regex(pattern, size_limit.min(REGEX_SIZE_LIMIT), nest_limit)
+            .map(|regex| PatternRegex { regex })
+            .map_err(|error| match error {
+                regex::Error::CompiledTooBig(limit) => PatternRegexError::TooBig { limit },
+                other => PatternRegexError::Invalid(other.to_string()),
+            })
+    }
+
+    /// The pattern it was compiled from.
+    pub fn pattern(&self) -> &str {
+        self.regex.as_str()
+    }
+}
+
+/// Gives each regex of `bundle` whose pattern `compiled` returns a [`PatternRegex`] for that
+/// compiled form, so that its first use does not compile it again. A returned regex of another
+/// pattern is ignored.
+pub fn adopt_regexes(
+    bundle: &crate::Bundle,
+    mut compiled: impl FnMut(&str) -> Option<PatternRegex>,
+) {
+    bundle.adopt_regexes(&mut |pattern| {
+        compiled(pattern)
+            .filter(|found| found.pattern() == pattern)
+            .map(|found| found.regex)
+    });
+}
+
 /// The content hash of a bundle's bytes: SHA-256 of every byte except the hash field
 /// ([`HASH_RANGE`]). `None` when the bytes are too short to hold that field.
 pub fn content_hash(bytes: &[u8]) -> Option<[u8; 32]> {

@@ -24,12 +24,15 @@ pub(super) struct Automaton {
 }
 
 /// The largest cache of states one automaton keeps between searches; a larger one is dropped
-/// after its search.
-const WARM_CACHE_BYTES: usize = 256 << 10;
+/// after its search. As large as a search's own cache ([`super::AnalysisBudget`]'s default
+/// `component_dfa_bytes`): the overlap check's queries each read a whole match of a large outer
+/// pattern, most outer patterns in several queries, and at 256 KiB their states were
+/// determinized again for nearly every query (docs/analysis.md, "Scaling").
+const WARM_CACHE_BYTES: usize = 8 << 20;
 
 /// The most that the kept caches of all automata hold together, so that a catalogue of many
-/// patterns does not multiply a check's memory.
-const WARM_TOTAL_BYTES: usize = 64 << 20;
+/// patterns does not multiply a check's memory (docs/bundle.md, "Memory ceiling").
+const WARM_TOTAL_BYTES: usize = 256 << 20;
 
 /// What the kept caches hold now, in bytes.
 static WARM_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -28,7 +28,7 @@ pub use budget::*;
 use std::collections::{BTreeMap, HashMap};
 
 use faultline_dsl::{Code, Diagnostic, Span};
-use faultline_runtime::build::{BundleContents, WriteError};
+use faultline_runtime::build::{BundleContents, PatternRegex, PatternRegexError, WriteError};
 use faultline_runtime::build::{
     CatalogueModel, CodeEntry, DfaEntry, DfaSlot, LiteralEntry, MatcherEntry, MatcherKindEntry,
     PatternEntry, RemediationEntry, RequirementEntry, RuleEntry, ViewEntry,
@@ -244,23 +244,48 @@ pub fn lower(
 
 /// Checks that `pattern` compiles as a `regex` within the regex budget.
 fn regex_fits(db: &dyn Db, pattern: &str, budget: &Budget) -> Option<AutomatonError> {
-    regex_error(
+    runtime_regex(
         db,
         RegexKey::new(db, pattern.to_owned(), budget.regex_limit()),
     )
-    .clone()
+    .as_ref()
+    .err()
+    .cloned()
 }
 
-/// Why a pattern does not compile as a `regex` within a size limit, if it does not. Tracked:
-/// compiled once per session, and ahead of the lowering on worker threads.
-#[salsa::tracked(returns(ref))]
-pub(crate) fn regex_error<'db>(db: &'db dyn Db, key: RegexKey<'db>) -> Option<AutomatonError> {
-    crate::pattern::regex(key.text(db), *key.limit(db))
-        .err()
-        .map(|error| match error {
-            regex::Error::CompiledTooBig(limit) => AutomatonError::Regex { limit },
-            other => AutomatonError::Other(other.to_string()),
-        })
+/// A pattern compiled as the runtime compiles it within a size limit, or why it does not
+/// compile. Tracked: compiled once per session, ahead of the lowering on worker threads; the
+/// bundle the check loads adopts the compiled regexes ([`adopt_checked_regexes`]) rather than
+/// compile each again when the examples first classify.
+#[salsa::tracked(returns(ref), no_eq)]
+pub(crate) fn runtime_regex<'db>(
+    db: &'db dyn Db,
+    key: RegexKey<'db>,
+) -> Result<PatternRegex, AutomatonError> {
+    PatternRegex::compile(
+        key.text(db),
+        *key.limit(db),
+        crate::pattern::DOWNSTREAM_NEST_LIMIT,
+    )
+    .map_err(|error| match error {
+        PatternRegexError::TooBig { limit } => AutomatonError::Regex { limit },
+        other => AutomatonError::Other(other.to_string()),
+    })
+}
+
+/// Gives `bundle` the regexes this session compiled to check its patterns: every pattern the
+/// bundle compiles on first use was checked by [`regex_fits`], so each is found memoized (a
+/// pattern that was not, if any, is compiled here, as its first use would).
+pub(crate) fn adopt_checked_regexes(db: &dyn Db, bundle: &Bundle, budget: &Budget) {
+    faultline_runtime::build::adopt_regexes(bundle, |pattern| {
+        runtime_regex(
+            db,
+            RegexKey::new(db, pattern.to_owned(), budget.regex_limit()),
+        )
+        .as_ref()
+        .ok()
+        .cloned()
+    });
 }
 
 /// The regexes the runtime compiles for a rule (on first use), besides those of widened
@@ -822,5 +847,78 @@ mod tests {
         let label = refused.primary_label().unwrap();
         assert_eq!(label.text(), r#"r"over(loaded)""#);
         assert_ne!(refused.help_text(), over.help_text());
+    }
+
+    /// The check's regexes, adopted by the bundle it loads, classify as the bundle's own: a
+    /// differential test over the kinds of regex a bundle compiles on first use (a widened
+    /// pattern's exact confirmation, a case-folded `prefix` literal).
+    #[test]
+    fn adopted_regexes_classify_as_the_bundles_own() {
+        let rules = [
+            rule(
+                "test.gap.v1",
+                "overloaded",
+                r#"    match regex r"(?i)\bserver\b[^\n]{0,300}\boverloaded\b"
+    before test.prefix.v1"#,
+                "Server is, for the moment and for reasons unknown, overloaded",
+            ),
+            rule(
+                "test.prefix.v1",
+                "rate_limited",
+                r#"    match prefix "Too Many Requests" ignore_case"#,
+                "too many requests: slow down",
+            ),
+        ]
+        .concat();
+        let compilation = crate::Compiler::new().compile(&loaded(&catalogue(&rules)));
+        let bytes = compilation
+            .bundle
+            .unwrap_or_else(|| panic!("{:#?}", compilation.diagnostics));
+        let own = Bundle::from_bytes(&bytes).unwrap();
+        let adopted = Bundle::from_bytes(&bytes).unwrap();
+        let mut offered = Vec::new();
+        faultline_runtime::build::adopt_regexes(&adopted, |pattern| {
+            offered.push(pattern.to_owned());
+            PatternRegex::compile(pattern, faultline_runtime::build::REGEX_SIZE_LIMIT, 250).ok()
+        });
+        assert!(
+            offered.iter().any(|p| p.contains("overloaded"))
+                && offered.iter().any(|p| p.contains("Too Many Requests")),
+            "{offered:?}"
+        );
+        for text in [
+            "Server is, for the moment and for reasons unknown, overloaded",
+            &format!("server {}overloaded", "and so on ".repeat(40)),
+            "TOO MANY REQUESTS right now",
+            "requests: too many",
+        ] {
+            let evidence = faultline_runtime::Evidence::default().with_stderr(text);
+            assert_eq!(
+                own.classify(&evidence),
+                adopted.classify(&evidence),
+                "{text}"
+            );
+        }
+    }
+
+    /// A regex compiled for another pattern is never adopted.
+    #[test]
+    fn a_regex_of_another_pattern_is_not_adopted() {
+        let rules = rule(
+            "test.gap.v1",
+            "overloaded",
+            r#"    match regex r"(?i)\bserver\b[^\n]{0,300}\boverloaded\b""#,
+            "server overloaded",
+        );
+        let compilation = crate::Compiler::new().compile(&loaded(&catalogue(&rules)));
+        let bundle = Bundle::from_bytes(&compilation.bundle.unwrap()).unwrap();
+        // Offered a regex that matches everything, the bundle keeps to its own pattern.
+        faultline_runtime::build::adopt_regexes(&bundle, |_| {
+            PatternRegex::compile("(?s).", faultline_runtime::build::REGEX_SIZE_LIMIT, 250).ok()
+        });
+        // Both words, too far apart: only the exact regex tells (the catch-all wins).
+        let evidence = faultline_runtime::Evidence::default()
+            .with_stderr(format!("server {}overloaded", "and so on ".repeat(40)));
+        assert_eq!(bundle.classify(&evidence).rule, "fallback.any");
     }
 }

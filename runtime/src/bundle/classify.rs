@@ -186,6 +186,23 @@ fn prefilter_and_syntax_checks(
 
 impl Engine {
     /// Bytes of memory of the prefilter's literal table, when the bundle carried one.
+    /// Gives every regex of the engine that `compiled` knows its compiled form (see
+    /// [`LazyRegex::adopt`]).
+    pub(super) fn adopt_regexes(&self, compiled: &mut dyn FnMut(&str) -> Option<regex::Regex>) {
+        let views = self.views.iter().flat_map(|view| &view.patterns);
+        let rules = self.rule_regexes.iter().flat_map(|rule| {
+            rule.literal
+                .iter()
+                .flatten()
+                .chain(rule.remediation.as_ref())
+        });
+        for regex in views.map(|pattern| &pattern.exact).chain(rules) {
+            if let Some(found) = compiled(regex.pattern()) {
+                regex.adopt(found);
+            }
+        }
+    }
+
     pub(super) fn literal_table_bytes(&self) -> Option<usize> {
         self.prefilter.literal_table_bytes()
     }

@@ -25,6 +25,20 @@ pub(super) struct LazyRegex {
 /// which these patterns were compiled at load before, and above the compiler's default.
 const NEST_LIMIT: u32 = 250;
 
+/// Compiles `pattern` as every regex of a bundle is compiled (a smaller `size_limit` or another
+/// `nest_limit` only refuses more patterns; what compiles is the same program).
+pub(crate) fn build(
+    pattern: &str,
+    size_limit: usize,
+    nest_limit: u32,
+) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(size_limit)
+        .dfa_size_limit(super::REGEX_DFA_SIZE_LIMIT)
+        .nest_limit(nest_limit)
+        .build()
+}
+
 /// Checks `pattern`'s syntax: a parse, no automaton.
 pub(super) fn check_syntax(pattern: &str) -> Result<(), LoadError> {
     regex_syntax::ast::parse::ParserBuilder::new()
@@ -59,14 +73,14 @@ impl LazyRegex {
     /// The compiled regex; `None` if it exceeds the size limits.
     pub(super) fn get(&self) -> Option<&Regex> {
         self.compiled
-            .get_or_init(|| {
-                regex::RegexBuilder::new(&self.pattern)
-                    .size_limit(super::REGEX_SIZE_LIMIT)
-                    .dfa_size_limit(super::REGEX_DFA_SIZE_LIMIT)
-                    .build()
-                    .ok()
-            })
+            .get_or_init(|| build(&self.pattern, super::REGEX_SIZE_LIMIT, NEST_LIMIT).ok())
             .as_ref()
+    }
+
+    /// Takes `regex` as its compiled form, unless it has one already. The caller vouches that
+    /// it is this pattern compiled by [`build`] under [`super::REGEX_SIZE_LIMIT`].
+    pub(super) fn adopt(&self, regex: Regex) {
+        let _ = self.compiled.set(Some(regex));
     }
 
     /// Whether it matches somewhere in `text` (never, if it could not be compiled).
@@ -98,6 +112,18 @@ mod tests {
         assert!(regex.compiled.get().is_none(), "compiled before first use");
         assert!(regex.is_match("Rate  LIMIT reached"));
         assert!(!regex.is_match("no limits"));
+    }
+
+    #[test]
+    fn an_adopted_regex_serves_the_first_use() {
+        let pattern = r"(?i)rate\s+limit";
+        let regex = LazyRegex::new(pattern.to_owned()).unwrap();
+        regex.adopt(build(pattern, super::super::REGEX_SIZE_LIMIT, NEST_LIMIT).unwrap());
+        assert!(regex.compiled.get().is_some(), "adopted before first use");
+        assert!(regex.is_match("Rate  LIMIT reached"));
+        // A regex compiled already keeps its form.
+        regex.adopt(build("never", super::super::REGEX_SIZE_LIMIT, NEST_LIMIT).unwrap());
+        assert!(regex.is_match("rate limit"));
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod automata;
 mod classify;
 mod error;
 mod lazy_regex;
+pub(crate) use lazy_regex::build as build_regex;
 mod literal_table;
 pub(crate) mod model;
 mod prefilter;
@@ -200,6 +201,12 @@ impl Bundle {
     pub fn rule_step(&self, position: RulePosition, evidence: &crate::Evidence) -> Option<Step> {
         self.engine
             .fires(&self.model, position.as_usize(), evidence)
+    }
+
+    /// Gives the bundle's regexes the compiled forms `compiled` knows (see
+    /// [`crate::build::adopt_regexes`]).
+    pub(crate) fn adopt_regexes(&self, compiled: &mut dyn FnMut(&str) -> Option<regex::Regex>) {
+        self.engine.adopt_regexes(compiled);
     }
 
     /// How many codes the catalogue declares.
