@@ -14,6 +14,9 @@
 //!   it accepts always loads, and the words and texts the redaction introduces
 //!   ([`INTRODUCED_WORDS`], [`INTRODUCED_TEXTS`]), which a prefilter literal must never require
 //!   ([`joined_literal_is_raw`]).
+//! - A pattern compiled as a bundle compiles it ([`PatternRegex`]): the compiler compiles every
+//!   regex to prove it fits the limits, and the bundle it loads to run the examples adopts those
+//!   ([`adopt_regexes`]) rather than compile each again.
 //! - The format's constants and its content hash, for tests that damage a bundle on purpose
 //!   and reseal it ([`content_hash`], [`HASH_RANGE`]).
 
