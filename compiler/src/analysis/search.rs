@@ -258,22 +258,26 @@ fn explore(
     // merging would drop witnesses that differ only after such a match, so they are kept.
     let merge_satisfied = wanted == 1;
 
-    type Node = Vec<(LazyStateID, bool)>;
+    // A product state is stored once, shared by the queue's index and the set of states seen;
+    // the state being expanded and each successor are built in buffers reused throughout (an
+    // allocation per successor tried was a tenth of a check).
+    type Node = std::rc::Rc<[(LazyStateID, bool)]>;
     let start: Node = walks.iter().map(|(walk, _)| (walk.start, false)).collect();
     // Per state: the state it was reached from and the byte read, `None` for the start.
     let mut nodes: Vec<Option<(usize, u8)>> = vec![None];
-    let mut states: Vec<Node> = vec![start.clone()];
+    let mut states: Vec<Node> = vec![Node::clone(&start)];
     let mut seen: std::collections::HashSet<Node, StateHash> =
         std::collections::HashSet::with_hasher(StateHash);
     seen.insert(start);
     let mut queue = VecDeque::from([0usize]);
     let mut witnesses = Vec::new();
+    let mut next: Vec<(LazyStateID, bool)> = Vec::with_capacity(walks.len());
     while let Some(index) = queue.pop_front() {
-        let Some(node) = states.get(index).cloned() else {
+        let Some(node) = states.get(index).map(Node::clone) else {
             break;
         };
         let mut accepts = true;
-        for ((walk, polarity), (state, satisfied)) in walks.iter_mut().zip(&node) {
+        for ((walk, polarity), (state, satisfied)) in walks.iter_mut().zip(node.iter()) {
             let matched = *satisfied || walk.matches_at_end(*state)?;
             if matched != (*polarity == Polarity::Must) {
                 accepts = false;
@@ -296,9 +300,9 @@ fn explore(
             }
         }
         for &byte in &alphabet {
-            let mut next = Vec::with_capacity(node.len());
+            next.clear();
             let mut pruned = false;
-            for ((walk, polarity), (state, satisfied)) in walks.iter_mut().zip(&node) {
+            for ((walk, polarity), (state, satisfied)) in walks.iter_mut().zip(node.iter()) {
                 if merge_satisfied && *satisfied && *polarity == Polarity::Must {
                     // Whatever follows, it has matched: one state stands for all its states.
                     next.push((walk.start, true));
@@ -315,7 +319,7 @@ fn explore(
                 }
                 next.push((state, satisfied));
             }
-            if pruned || seen.contains(&next) {
+            if pruned || seen.contains(next.as_slice()) {
                 continue;
             }
             if states.len() >= max_states {
@@ -325,9 +329,10 @@ fn explore(
                     ViewSearch::Witnesses(witnesses)
                 });
             }
-            seen.insert(next.clone());
+            let stored: Node = Node::from(next.as_slice());
+            seen.insert(Node::clone(&stored));
             nodes.push(Some((index, byte)));
-            states.push(next);
+            states.push(stored);
             queue.push_back(states.len() - 1);
         }
     }
