@@ -38,8 +38,24 @@ impl Analyzer<'_> {
             self.nesting_candidates(members, &mut pairs);
         }
         pairs.sort_unstable();
-        // Every query first, searched on worker threads (most are proofs that explore their
-        // whole product), then judged in order.
+        // The automata the queries read first, built on worker threads (a whole outer match is
+        // a pattern no other stage builds, and some are exact attempts that fail at their
+        // budget), then every query, searched on worker threads too (most are proofs that
+        // explore their whole product), then judged in order.
+        let mut patterns: Vec<String> = pairs
+            .iter()
+            .flat_map(|&(a, b)| self.nestable_patterns(a, b))
+            .flat_map(|nestable| [nestable.inner.to_owned(), nestable.whole_outer])
+            .collect();
+        patterns.sort_unstable();
+        patterns.dedup();
+        // The longest first: a rough proxy for the costliest, so that no long build is left
+        // for the end while the other thread idles.
+        patterns.sort_by_key(|pattern| std::cmp::Reverse(pattern.len()));
+        let components = self.components;
+        crate::db::prefetch_in_parallel(self.db, &patterns, |db, pattern| {
+            let _ = component_automaton(db, pattern, &components);
+        });
         let candidates: Vec<Candidate<'_>> = pairs
             .into_iter()
             .filter_map(|(a, b)| self.nesting_queries(a, b))
@@ -59,49 +75,64 @@ impl Analyzer<'_> {
         }
     }
 
-    /// The queries for a match of a pattern of `a` inside a match of a pattern of `b`, when
-    /// their guards allow both to hold: one per pair of patterns on one view whose required
-    /// words may nest, both represented exactly.
-    fn nesting_queries(&self, a: RuleIndex, b: RuleIndex) -> Option<Candidate<'_>> {
-        let (rule_a, rule_b) = (self.rule(a)?, self.rule(b)?);
+    /// The pairs of a pattern of `a` and a pattern of `b` on one view whose required words may
+    /// nest, when the rules' guards allow both to hold.
+    fn nestable_patterns(&self, a: RuleIndex, b: RuleIndex) -> Vec<Nestable<'_>> {
+        let (Some(rule_a), Some(rule_b)) = (self.rule(a), self.rule(b)) else {
+            return Vec::new();
+        };
+        let (Some(text_a), Some(text_b)) = (self.text(a), self.text(b)) else {
+            return Vec::new();
+        };
         if !Self::guards_compatible(&rule_a.guards, &rule_b.guards) {
-            return None;
+            return Vec::new();
         }
-        let (text_a, text_b) = (self.text(a)?, self.text(b)?);
-        let mut queries = Vec::new();
+        let mut found = Vec::new();
         for (view_a, pointer_a, inner, inner_words) in &text_a.patterns {
             for (view_b, pointer_b, outer, outer_words) in &text_b.patterns {
                 // A pre-filter: a match of `inner` can lie inside a match of `outer` only if one
                 // of its required words fits inside one of `outer`'s.
-                if view_a != view_b
-                    || pointer_a != pointer_b
-                    || !words_may_nest(inner_words.as_deref(), outer_words.as_deref())
+                if view_a == view_b
+                    && pointer_a == pointer_b
+                    && words_may_nest(inner_words.as_deref(), outer_words.as_deref())
                 {
-                    continue;
+                    found.push(Nestable {
+                        view: *view_a,
+                        pointer: pointer_a.as_ref(),
+                        inner,
+                        whole_outer: format!(r"\A(?:{outer})\z"),
+                    });
                 }
-                let exact = |pattern: String| match component_automaton(
-                    self.db,
-                    &pattern,
-                    &self.components,
-                ) {
+            }
+        }
+        found
+    }
+
+    /// The queries for a match of a pattern of `a` inside a match of a pattern of `b`: one per
+    /// pair of [`Analyzer::nestable_patterns`] both represented exactly.
+    fn nesting_queries(&self, a: RuleIndex, b: RuleIndex) -> Option<Candidate<'_>> {
+        let (rule_a, rule_b) = (self.rule(a)?, self.rule(b)?);
+        let mut queries = Vec::new();
+        for nestable in self.nestable_patterns(a, b) {
+            let exact =
+                |pattern: String| match component_automaton(self.db, &pattern, &self.components) {
                     Ok((_, false)) => Some(Component {
                         pattern,
                         polarity: Polarity::Must,
-                        view: *view_a,
-                        pointer: pointer_a.clone(),
+                        view: nestable.view,
+                        pointer: nestable.pointer.cloned(),
                     }),
                     _ => None,
                 };
-                let whole_outer = format!(r"\A(?:{outer})\z");
-                if let (Some(inner_component), Some(outer_component)) =
-                    (exact(inner.clone()), exact(whole_outer.clone()))
-                {
-                    queries.push(NestingQuery {
-                        inner,
-                        whole_outer,
-                        components: [inner_component, outer_component],
-                    });
-                }
+            if let (Some(inner_component), Some(outer_component)) = (
+                exact(nestable.inner.to_owned()),
+                exact(nestable.whole_outer.clone()),
+            ) {
+                queries.push(NestingQuery {
+                    inner: nestable.inner,
+                    whole_outer: nestable.whole_outer,
+                    components: [inner_component, outer_component],
+                });
             }
         }
         Some(Candidate {
@@ -259,6 +290,15 @@ struct Candidate<'a> {
     /// The rule whose pattern may contain it.
     rule_b: &'a RuleDef,
     queries: Vec<NestingQuery<'a>>,
+}
+
+/// A pattern of `a` that may match inside a match of a pattern of `b`, on one view.
+struct Nestable<'a> {
+    view: TextView,
+    pointer: Option<&'a String>,
+    inner: &'a str,
+    /// The pattern of `b`, anchored to match the whole span.
+    whole_outer: String,
 }
 
 /// One pattern of `a` matching inside a whole match of one pattern of `b`.
