@@ -20,13 +20,21 @@ enum Shadowing {
 }
 
 impl Analyzer<'_> {
-    /// The first inline example of the rule on which `holds`: a witness the author already
+    /// Whether one of the rule's inline examples shows it firing: a witness the author already
     /// wrote, verified by the compiled classifier like any found one, which spares the product
     /// search (the costliest queries are the liveness and shadowing searches of rules with
-    /// many vetoes).
-    fn example_witness(&self, index: RuleIndex, holds: impl Fn(&Evidence) -> bool) -> bool {
-        self.rule(index)
-            .is_some_and(|rule| rule.examples.iter().any(|example| holds(&example.evidence)))
+    /// many vetoes). Classified ahead, on worker threads ([`super::ExampleVerdict`]).
+    fn fires_on_example(&self, index: RuleIndex) -> bool {
+        self.examples
+            .get(index.as_usize())
+            .is_some_and(|verdict| verdict.fires)
+    }
+
+    /// Whether one of the rule's inline examples shows it winning.
+    fn wins_on_example(&self, index: RuleIndex) -> bool {
+        self.examples
+            .get(index.as_usize())
+            .is_some_and(|verdict| verdict.wins)
     }
 
     /// Whether a rule fires on some evidence, as the dead-rule check decides it (a rule it
@@ -41,7 +49,7 @@ impl Analyzer<'_> {
         if text.components.is_empty() && rule.matchers.is_empty() {
             return true;
         }
-        if self.example_witness(index, |evidence| self.bundle.fires(index, evidence)) {
+        if self.fires_on_example(index) {
             return true;
         }
         let components: Vec<&Component> = text.components.iter().collect();
@@ -69,8 +77,7 @@ impl Analyzer<'_> {
                 continue;
             }
             let components: Vec<&Component> = text.components.iter().collect();
-            let fires_on_example =
-                self.example_witness(index, |evidence| self.bundle.fires(index, evidence));
+            let fires_on_example = self.fires_on_example(index);
             let found = if fires_on_example {
                 Ok(Some(()))
             } else {
@@ -187,9 +194,7 @@ impl Analyzer<'_> {
                 continue;
             }
             let id = rule.id.clone();
-            if self.example_witness(index, |evidence| {
-                self.bundle.fires(index, evidence) && self.bundle.classify(evidence).rule == id
-            }) {
+            if self.wins_on_example(index) {
                 continue;
             }
             let mut excluded: Vec<Component> = Vec::new();
