@@ -50,7 +50,7 @@ fn rules_blocks(markdown: &str) -> Vec<Block> {
 
 #[test]
 fn every_language_example_checks_clean_and_is_formatted() {
-    check_examples("docs/language.md", 12);
+    check_examples("docs/language.md", 13);
 }
 
 #[test]

@@ -71,10 +71,20 @@ fn prefetch_patterns(db: &dyn Db, loaded: &LoadedCatalogue, budget: &Budget) {
     let mut patterns: Vec<&str> = Vec::new();
     for file in &loaded.files {
         for item in &file.syntax.items {
-            let Item::Rule(block) = item else { continue };
-            for clause in &block.clauses {
-                if let ClauseKind::Match(matcher) | ClauseKind::Unless(matcher) = &clause.kind
-                    && let MatcherKind::Regex { pattern, .. } = &matcher.kind
+            let matchers: Vec<&faultline_dsl::ast::Matcher> = match item {
+                Item::Rule(block) => block
+                    .clauses
+                    .iter()
+                    .filter_map(|clause| match &clause.kind {
+                        ClauseKind::Match(matcher) | ClauseKind::Unless(matcher) => Some(matcher),
+                        _ => None,
+                    })
+                    .collect(),
+                Item::Veto(veto) => vec![&veto.matcher],
+                _ => continue,
+            };
+            for matcher in matchers {
+                if let MatcherKind::Regex { pattern, .. } = &matcher.kind
                     && pattern.value.len() <= budget.pattern_bytes
                 {
                     patterns.push(&pattern.value);

@@ -172,7 +172,8 @@ pub struct TextMatcher {
     /// What it tests.
     pub kind: MatcherKind,
     /// Where its pattern or literal is written (in the file of its rule), for diagnostics of
-    /// later stages such as an automaton that exceeds its budget.
+    /// later stages such as an automaton that exceeds its budget; for a shared veto, the name
+    /// of its use (`unless <name>`) in the rule.
     pub span: Span,
 }
 

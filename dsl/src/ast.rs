@@ -56,6 +56,8 @@ pub enum Item {
     Rule(Block),
     /// `policy { … }`: the catalogue's recovery policy.
     Policy(PolicyBlock),
+    /// `veto <name> <matcher>`: a veto that rules share as `unless <name>`.
+    Veto(Box<VetoDecl>),
 }
 
 impl Item {
@@ -68,6 +70,7 @@ impl Item {
             Item::Provider(provider) => provider.span,
             Item::Code(block) | Item::Rule(block) => block.span,
             Item::Policy(policy) => policy.span,
+            Item::Veto(veto) => veto.span,
         }
     }
 }
@@ -110,6 +113,22 @@ pub struct ProviderDecl {
     pub span: Span,
     /// The provider id.
     pub id: StringLit,
+}
+
+/// A shared veto: a matcher declared once, with a name, which rules use as `unless <name>`
+/// (the same prose veto is wanted by many rules).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VetoDecl {
+    /// From the first doc comment (or keyword) to the end of the matcher.
+    pub span: Span,
+    /// `///` doc comment lines, without the `///` marker.
+    pub docs: Vec<Spanned<String>>,
+    /// The `veto` keyword.
+    pub keyword: Span,
+    /// The name rules use it by.
+    pub name: Name,
+    /// What it matches.
+    pub matcher: Matcher,
 }
 
 /// A `code` or `rule` block.
@@ -255,6 +274,8 @@ pub enum ClauseKind {
     Match(Matcher),
     /// `unless <matcher>`
     Unless(Matcher),
+    /// `unless <name>`: the shared veto `veto <name> …` declares.
+    UnlessShared(Name),
     /// `timing [<extractor>, <extractor> "/pointer", …]`
     Timing(TimingList),
     /// `remediation "<token>"` or `remediation capture r"…" group N`
@@ -282,7 +303,7 @@ impl ClauseKind {
             ClauseKind::After(_) => "after",
             ClauseKind::When(_) => "when",
             ClauseKind::Match(_) => "match",
-            ClauseKind::Unless(_) => "unless",
+            ClauseKind::Unless(_) | ClauseKind::UnlessShared(_) => "unless",
             ClauseKind::Timing(_) => "timing",
             ClauseKind::Remediation(_) => "remediation",
             ClauseKind::Excerpt(_) => "excerpt",

@@ -119,7 +119,8 @@ diagnostic_codes! {
     /// catalogue, usually in the root file.
     IncludeCycle = "0007", "include-cycle", Error, "include cycle";
     /// Something that must be declared once is declared twice: the catalogue header, the `tiers`
-    /// list, a provider, or an entry of a list (a tier, a flag, a phase in `when … in […]`).
+    /// list, a provider, a shared veto, or an entry of a list (a tier, a flag, a phase in
+    /// `when … in […]`).
     ///
     /// Fix: delete the second declaration; the note points at the first.
     DuplicateDeclaration = "0008", "duplicate-declaration", Error, "duplicate declaration";
@@ -417,6 +418,18 @@ diagnostic_codes! {
     ///
     /// Fix: move the row above the one that covers it, or delete it.
     UnreachableDecision = "0063", "unreachable-decision", Warning, "decision row can never apply";
+    /// A rule says `unless <name>`, and no `veto <name> …` item of the catalogue declares a
+    /// shared veto of that name. A shared veto is declared once, in any file of the catalogue,
+    /// and any rule may use it.
+    ///
+    /// Fix: correct the name (the help suggests the nearest declared veto), declare the veto with
+    /// `veto <name> regex r"…"`, or write the matcher inline: `unless regex r"…"`.
+    UndeclaredVeto = "0064", "undeclared-veto", Error, "undeclared shared veto";
+    /// A shared veto (`veto <name> …`) that no rule uses (`unless <name>`). It vetoes nothing, and
+    /// is usually left over from an edit.
+    ///
+    /// Fix: use it in the rules it was written for, or delete it.
+    UnusedVeto = "0065", "unused-veto", Warning, "shared veto never used";
     /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
     /// message lists the cycle; the labels show each relation on it.
     ///

@@ -161,7 +161,7 @@ fn clause_order(kind: &ClauseKind) -> u8 {
         ClauseKind::After(_) => 9,
         ClauseKind::When(_) => 10,
         ClauseKind::Match(_) => 11,
-        ClauseKind::Unless(_) => 12,
+        ClauseKind::Unless(_) | ClauseKind::UnlessShared(_) => 12,
         ClauseKind::Timing(_) => 13,
         ClauseKind::Remediation(Remediation::Capture { .. }) => 14,
         ClauseKind::Excerpt(_) => 15,
@@ -206,7 +206,11 @@ impl Printer<'_> {
         // The end of the previously printed element, and whether it was a block.
         let mut previous: Option<(usize, bool)> = None;
         for (index, item) in syntax.items.iter().enumerate() {
-            let is_block = matches!(item, Item::Code(_) | Item::Rule(_) | Item::Policy(_));
+            // A shared veto stands apart like a block: it has doc comments and is read alone.
+            let is_block = matches!(
+                item,
+                Item::Code(_) | Item::Rule(_) | Item::Policy(_) | Item::Veto(_)
+            );
             let mut first_line_of_item = true;
             for comment in self.comments(Anchor::ItemLeading(index)) {
                 if let Some((end, was_block)) = previous {
@@ -262,6 +266,16 @@ impl Printer<'_> {
             Item::Code(block) => self.print_block(out, index, "code", block),
             Item::Rule(block) => self.print_block(out, index, "rule", block),
             Item::Policy(policy) => self.print_policy(out, index, policy),
+            Item::Veto(veto) => {
+                for doc in &veto.docs {
+                    out.push_str(&format!("///{}\n", doc.value.trim_end()));
+                }
+                out.push_str(&format!(
+                    "veto {} {}",
+                    veto.name.value,
+                    self.matcher(&veto.matcher)
+                ));
+            }
         }
     }
 
@@ -479,6 +493,7 @@ impl Printer<'_> {
             ClauseKind::Match(matcher) | ClauseKind::Unless(matcher) => {
                 format!("{keyword} {}", self.matcher(matcher))
             }
+            ClauseKind::UnlessShared(name) => format!("unless {}", name.value),
             ClauseKind::Remediation(Remediation::Token(token)) => {
                 format!("remediation {}", token.source)
             }
@@ -615,6 +630,14 @@ mod tests {
     fn policies_keep_their_order_and_comments_and_inline_leaf_bodies() {
         let input = "policy { // all of it\n  class transient {\n retry {max 3,\n initial 5s}\n // why\n on_exhausted skip // trailing\n }\n ladder { steps [5s,10s], attempts 5 }\n // footer\n}\n";
         let expected = "policy { // all of it\n    class transient {\n        retry { max 3, initial 5s }\n        // why\n        on_exhausted skip // trailing\n    }\n    ladder { steps [5s, 10s], attempts 5 }\n    // footer\n}\n";
+        assert_eq!(fmt(input), expected);
+        assert_eq!(fmt(expected), expected);
+    }
+
+    #[test]
+    fn shared_vetoes_stand_apart_with_their_docs_and_rules_name_them() {
+        let input = "tiers [a]\n/// Commit titles.\nveto   commit_title regex   r\"^fix: \" on raw\nveto table contains \"|\" ignore_case\nrule x.v1 {\n  unless commit_title\n  code c\n}\n";
+        let expected = "tiers [a]\n\n/// Commit titles.\nveto commit_title regex r\"^fix: \" on raw\n\nveto table contains \"|\" ignore_case\n\nrule x.v1 {\n    code c\n    unless commit_title\n}\n";
         assert_eq!(fmt(input), expected);
         assert_eq!(fmt(expected), expected);
     }

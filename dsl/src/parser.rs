@@ -28,6 +28,7 @@ const ITEM_KEYWORDS: &[&str] = &[
     "code",
     "rule",
     "policy",
+    "veto",
 ];
 
 /// Parses one file. Always returns a tree (of the items that parsed) and the syntax
@@ -129,6 +130,8 @@ fn describe_rule(rule: Rule) -> Option<&'static str> {
         Rule::kw_code | Rule::code_block | Rule::c_code => "`code`",
         Rule::kw_rule | Rule::rule_block => "`rule`",
         Rule::kw_policy | Rule::policy_block => "`policy`",
+        Rule::kw_veto | Rule::veto_decl => "`veto`",
+        Rule::veto_name => "a shared veto's name",
         Rule::setting | Rule::setting_body => "a setting",
         Rule::policy_list => "a list `[…]`",
         Rule::duration => "a duration such as `5s`",
@@ -290,7 +293,7 @@ fn syntax_error(
             "{found} does not start a clause; a block holds clauses such as `code`, `confidence`, `tier`, `when`, `match` and `example` (see docs/language.md)"
         )
     } else if expected.contains(&"`rule`") && expected.contains(&"`code`") {
-        "a file holds `catalogue`, `include`, `tiers`, `provider`, `code` and `rule` items (see docs/language.md)".to_owned()
+        "a file holds `catalogue`, `include`, `tiers`, `provider`, `code`, `rule`, `veto` and `policy` items (see docs/language.md)".to_owned()
     } else {
         format!("write {expected_text} here (see docs/language.md for the syntax)")
     };
@@ -410,6 +413,10 @@ impl Builder<'_> {
                     Some(policy) => Item::Policy(policy),
                     None => continue,
                 },
+                Rule::veto_decl => match self.veto(&pair) {
+                    Some(veto) => Item::Veto(Box::new(veto)),
+                    None => continue,
+                },
                 _ => continue,
             };
             items.push(item);
@@ -430,6 +437,22 @@ impl Builder<'_> {
                 }
             })
             .collect()
+    }
+
+    fn veto(&mut self, pair: &Pair<'_, Rule>) -> Option<VetoDecl> {
+        let matcher = children(pair).find(|child| {
+            matches!(
+                child.as_rule(),
+                Rule::m_regex | Rule::m_prefix | Rule::m_whole | Rule::m_contains
+            )
+        })?;
+        Some(VetoDecl {
+            span: self.span(pair),
+            docs: self.docs(pair),
+            keyword: self.span(&find(pair, Rule::kw_veto)?),
+            name: self.name(&find(pair, Rule::veto_name)?),
+            matcher: self.matcher(&matcher)?,
+        })
     }
 
     fn policy(&mut self, pair: &Pair<'_, Rule>) -> Option<PolicyBlock> {
@@ -602,7 +625,14 @@ impl Builder<'_> {
                 ClauseKind::When(Guard { field, key, test })
             }
             Rule::c_match => ClauseKind::Match(self.matcher(&arg?)?),
-            Rule::c_unless => ClauseKind::Unless(self.matcher(&arg?)?),
+            Rule::c_unless => {
+                let arg = arg?;
+                if arg.as_rule() == Rule::veto_name {
+                    ClauseKind::UnlessShared(self.name(&arg))
+                } else {
+                    ClauseKind::Unless(self.matcher(&arg)?)
+                }
+            }
             Rule::c_timing => ClauseKind::Timing(self.timing_list(&arg?)),
             Rule::c_remediation => {
                 let arg = arg?;
@@ -909,6 +939,71 @@ mod tests {
         assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
         assert_eq!(file.items.len(), 1);
         assert!(diagnostics.iter().all(|d| d.code() == Code::SyntaxError));
+    }
+
+    #[test]
+    fn strings_hold_any_character_but_a_line_break() {
+        // Every character class the grammar spells as ranges, at its edges: controls, `!`
+        // and `#` beside `"`, `[` and `]` beside `\`, and characters beyond ASCII.
+        let inner = "\u{0}\u{1}\t\u{b}\u{c}\u{e} !#[]退出码🙂\u{10FFFF}";
+        let (file, diagnostics) = parse_text(&format!(
+            "provider r##\"{inner}\\\"#\"##\ninclude \"{inner}\\\\\\\"\"\n"
+        ));
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let Item::Provider(provider) = &file.items[0] else {
+            panic!()
+        };
+        assert_eq!(provider.id.value, format!("{inner}\\\"#"));
+        let Item::Include(include) = &file.items[1] else {
+            panic!()
+        };
+        assert_eq!(include.path.value, format!("{inner}\\\""));
+        for line_break in ["\n", "\r", "\r\n"] {
+            for text in [
+                format!("provider r\"a{line_break}b\"\n"),
+                format!("provider \"a{line_break}b\"\n"),
+                format!("provider \"a\\{line_break}b\"\n"),
+            ] {
+                let (_, diagnostics) = parse_text(&text);
+                assert!(!diagnostics.is_empty(), "{text:?} parsed");
+            }
+        }
+    }
+
+    #[test]
+    fn shared_vetoes_are_declared_once_and_named_by_unless() {
+        let text = "/// Commit titles.\nveto commit_title regex r\"^fix: \" on raw\nrule x.v1 {\n    unless commit_title\n    unless contains \"a\"\n    unless regexes\n}\n";
+        let (file, diagnostics) = parse_text(text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let Item::Veto(veto) = &file.items[0] else {
+            panic!("{:?}", file.items[0])
+        };
+        assert_eq!(veto.name.value, "commit_title");
+        assert_eq!(veto.docs[0].value, " Commit titles.");
+        assert_eq!(
+            &text[veto.matcher.span.start..veto.matcher.span.end],
+            "regex r\"^fix: \" on raw"
+        );
+        let Item::Rule(rule) = &file.items[1] else {
+            panic!()
+        };
+        let kinds: Vec<String> = rule
+            .clauses
+            .iter()
+            .map(|clause| match &clause.kind {
+                ClauseKind::UnlessShared(name) => format!("shared {}", name.value),
+                ClauseKind::Unless(_) => "inline".to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        // A name that merely starts with a matcher keyword is a name; a keyword is not.
+        assert_eq!(kinds, ["shared commit_title", "inline", "shared regexes"]);
+        for keyword in ["regex", "prefix", "whole", "contains"] {
+            let (_, diagnostics) = parse_text(&format!("rule x.v1 {{\n    unless {keyword}\n}}\n"));
+            assert_eq!(diagnostics.len(), 1, "{keyword}: {diagnostics:?}");
+            let (_, diagnostics) = parse_text(&format!("veto {keyword} contains \"a\"\n"));
+            assert_eq!(diagnostics.len(), 1, "{keyword}: {diagnostics:?}");
+        }
     }
 
     #[test]

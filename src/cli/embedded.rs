@@ -11,6 +11,7 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/catalogue.rules"),
     ),
     ("codes.rules", include_str!("../../catalogue/codes.rules")),
+    ("vetoes.rules", include_str!("../../catalogue/vetoes.rules")),
     ("policy.rules", include_str!("../../catalogue/policy.rules")),
     (
         "structured.rules",

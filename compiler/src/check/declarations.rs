@@ -19,6 +19,11 @@ pub(super) struct Declarations<'a> {
     pub(super) codes: BTreeMap<String, &'a Block>,
     /// Rule id → (file, block), first definition.
     pub(super) rules: HashMap<String, (&'a Arc<SourceFile>, &'a Block)>,
+    /// Shared veto name → (file, declaration), first declaration.
+    pub(super) vetoes: BTreeMap<String, (&'a Arc<SourceFile>, &'a ast::VetoDecl)>,
+    /// Shared veto name → its matcher as checked once at its declaration (`None` when it has
+    /// errors, reported there); filled by [`Checker::shared_vetoes`].
+    pub(super) checked_vetoes: HashMap<String, Option<TextMatcher>>,
 }
 
 fn version_is_valid(version: &str) -> bool {
@@ -95,6 +100,7 @@ impl Checker<'_> {
         let mut codes: BTreeMap<String, &Block> = BTreeMap::new();
         let mut code_files: HashMap<String, &Arc<SourceFile>> = HashMap::new();
         let mut rules: HashMap<String, (&Arc<SourceFile>, &Block)> = HashMap::new();
+        let mut vetoes: BTreeMap<String, (&Arc<SourceFile>, &ast::VetoDecl)> = BTreeMap::new();
         for file in &loaded.files {
             for item in &file.syntax.items {
                 match item {
@@ -163,6 +169,23 @@ impl Checker<'_> {
                             }
                         }
                     }
+                    Item::Veto(veto) => {
+                        let name = &veto.name.value;
+                        match vetoes.get(name) {
+                            Some((first_file, first)) => {
+                                let (first_file, first_span) = (Arc::clone(first_file), first.name.span);
+                                self.push(
+                                    Diagnostic::new(Code::DuplicateDeclaration, format!("shared veto `{name}` is declared twice"))
+                                        .primary(&file.source, veto.name.span, "declared again here")
+                                        .secondary(&first_file, first_span, "first declared here")
+                                        .help("rules name a shared veto, so its name is declared once: delete this declaration or rename it"),
+                                );
+                            }
+                            None => {
+                                vetoes.insert(name.clone(), (&file.source, veto));
+                            }
+                        }
+                    }
                     Item::Header(_) | Item::Include(_) | Item::Policy(_) => {}
                 }
             }
@@ -185,6 +208,54 @@ impl Checker<'_> {
             providers: providers.into_iter().map(|(id, _, _)| id).collect(),
             codes,
             rules,
+            vetoes,
+            checked_vetoes: HashMap::new(),
+        }
+    }
+
+    /// Checks each shared veto's matcher once, where it is declared: its errors are reported
+    /// there, not at every rule that uses it.
+    pub(super) fn shared_vetoes(&mut self, declarations: &mut Declarations<'_>) {
+        let mut checked = HashMap::new();
+        for (name, (file, veto)) in &declarations.vetoes {
+            checked.insert(name.clone(), self.matcher(file, &veto.matcher));
+        }
+        declarations.checked_vetoes = checked;
+    }
+
+    /// Reports the shared vetoes no rule uses.
+    pub(super) fn unused_vetoes(
+        &mut self,
+        loaded: &LoadedCatalogue,
+        declarations: &Declarations<'_>,
+    ) {
+        let used: std::collections::HashSet<&str> = loaded
+            .files
+            .iter()
+            .flat_map(|file| &file.syntax.items)
+            .filter_map(|item| match item {
+                Item::Rule(block) => Some(block),
+                _ => None,
+            })
+            .flat_map(|block| &block.clauses)
+            .filter_map(|clause| match &clause.kind {
+                ClauseKind::UnlessShared(name) => Some(name.value.as_str()),
+                _ => None,
+            })
+            .collect();
+        for (name, (file, veto)) in &declarations.vetoes {
+            if !used.contains(name.as_str()) {
+                self.push(
+                    Diagnostic::new(
+                        Code::UnusedVeto,
+                        format!("shared veto `{name}` is never used"),
+                    )
+                    .primary(file, veto.name.span, "no rule says `unless` with this name")
+                    .help(format!(
+                        "add `unless {name}` to the rules it was written for, or delete it"
+                    )),
+                );
+            }
         }
     }
 

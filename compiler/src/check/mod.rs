@@ -104,7 +104,9 @@ impl Checker<'_> {
     }
 
     fn run(&mut self, loaded: &LoadedCatalogue) -> Catalogue {
-        let declarations = self.declarations(loaded);
+        let mut declarations = self.declarations(loaded);
+        self.shared_vetoes(&mut declarations);
+        self.unused_vetoes(loaded, &declarations);
         let mut codes = Vec::new();
         for file in &loaded.files {
             for item in &file.syntax.items {

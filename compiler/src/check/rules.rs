@@ -218,6 +218,28 @@ impl Checker<'_> {
                     Some(checked) => vetoes.push(checked),
                     None => ok = false,
                 },
+                ClauseKind::UnlessShared(name) => {
+                    match declarations.checked_vetoes.get(&name.value) {
+                        // Later stages report on the rule's own file: the span is the use.
+                        Some(Some(shared)) => vetoes.push(TextMatcher {
+                            span: name.span,
+                            ..shared.clone()
+                        }),
+                        // Its errors are reported at its declaration.
+                        Some(None) => ok = false,
+                        None => {
+                            ok = false;
+                            self.push(
+                                Diagnostic::new(Code::UndeclaredVeto, format!("no shared veto is named `{}`", name.value))
+                                    .primary(file, name.span, "undeclared shared veto")
+                                    .help(match suggest::closest(&name.value, declarations.vetoes.keys().map(String::as_str)) {
+                                        Some(best) => format!("did you mean `{best}`? otherwise declare it with `veto {} regex r\"…\"`", name.value),
+                                        None => format!("declare it with `veto {} regex r\"…\"`, or write the matcher inline: `unless regex r\"…\"`", name.value),
+                                    }),
+                            );
+                        }
+                    }
+                }
                 _ => {}
             }
         }
