@@ -1,7 +1,8 @@
 //! The compiled bundle agrees with the reference interpreter on every input: examples,
 //! mutations of them, token soups built from the catalogue's own words, random text, and random
 //! structured fields, response headers and error bodies (given, or printed into the text for
-//! the runtime to lift) built from the catalogue's own header and body guards. At least
+//! the runtime to lift) built from the catalogue's own header and body guards, and examples
+//! under log prefixes, quotes and request ids (which the runtime reads again without). At least
 //! 100,000 generated inputs per run. On every one, the cheap gate (`Bundle::may_classify`) is
 //! sound: when it rejects, the winner is low-confidence.
 
@@ -346,12 +347,48 @@ fn text(engines: &'static Engines) -> impl Strategy<Value = String> {
     )
     .prop_map(|parts| parts.concat());
     let mutated = (
-        prop::sample::select(seeds),
+        prop::sample::select(seeds.clone()),
         prop::collection::vec((any::<prop::sample::Index>(), 0usize..4, "\\PC{0,4}"), 0..4),
     )
         .prop_map(|(text, edits)| common::apply_edits(text, edits));
-    prop_oneof![3 => mutated, 3 => soup, 1 => "\\PC{0,40}"]
+    // Examples under the wrapping a logger or a quoting user puts around a line, which the
+    // runtime's second reading takes off (`Evidence::unwrapped`), and near misses of it.
+    let wrapped = (
+        prop::sample::select(seeds),
+        prop::sample::select(WRAPPINGS.to_vec()),
+        any::<bool>(),
+    )
+        .prop_map(|(text, (before, after), every_line)| {
+            if every_line {
+                text.split('\n')
+                    .map(|line| format!("{before}{line}{after}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            } else {
+                format!("{before}{text}{after}")
+            }
+        });
+    prop_oneof![3 => mutated, 3 => soup, 2 => wrapped, 1 => "\\PC{0,40}"]
 }
+
+/// What a wrapped line is given before and after it: log prefixes of every kind the second
+/// reading takes off, quotes, request ids, and some it leaves on.
+const WRAPPINGS: &[(&str, &str)] = &[
+    ("2026-03-04T10:11:12.345Z ERROR ", ""),
+    ("[2026-03-04 10:11:12] [error] ", ""),
+    ("[ERROR] ", ""),
+    ("ERROR:root:", ""),
+    ("2024-05-01 12:00:00.123 | ERROR    | app.llm:ask:88 - ", ""),
+    ("2025-09-03T10:00:00Z ERROR codex_core::client: ", ""),
+    ("Error: ", ""),
+    ("\"", "\""),
+    ("'", "'"),
+    ("", " (request id: req_011CAbc)"),
+    ("[W] ", " [trace_id=8f1e]"),
+    ("2024-12-24 15:53:34 INFO:     ", ""),
+    ("    \"", " \""),
+    ("`", "`"),
+];
 
 fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {
     let phases = prop::option::of(prop::sample::select(Phase::ALL.to_vec()));

@@ -1,12 +1,15 @@
 //! The reference interpreter: the simplest possible evaluation of a checked catalogue, the way
 //! the reference system classifies — every rule a `regex::Regex`, tried one after another in
 //! effective priority order. It shares nothing with the compiled path but the text views (the
-//! bounded tail and its redaction), the ingested body (its JSON, read here by a naive pointer
+//! bounded tail and its redaction, and the unwrapped readings tried when a low-confidence rule
+//! wins), the ingested body (its JSON, read here by a naive pointer
 //! walk of its own), the refusal of credential-shaped captures and the effective
 //! order, and exists to be compared with it: the compiled bundle must agree with it on every
 //! input.
 
-use faultline_runtime::{Body, Evidence, EvidenceField, TextView, TextViews, holds_credential};
+use faultline_runtime::{
+    Body, Confidence, Evidence, EvidenceField, TextView, TextViews, Unwrapping, holds_credential,
+};
 use regex::Regex;
 
 use crate::ir::{Catalogue, Guards, MatcherKind, RemediationSpec, RuleDef, TextMatcher};
@@ -175,8 +178,31 @@ impl Reference {
         Ok(Reference { rules })
     }
 
-    /// The id of the rule that wins on `evidence`, and its remediation capture.
+    /// The id of the rule that wins on `evidence`, and its remediation capture. When a rule of
+    /// low confidence wins on the text as given, each unwrapped reading
+    /// ([`Evidence::unwrapped`]) is tried in order, and the first whose winner is above low
+    /// confidence answers, as the runtime does.
     pub fn classify(&self, evidence: &Evidence) -> Option<(String, Option<String>)> {
+        let first = self.classify_as_given(evidence);
+        let low = |id: &str| {
+            self.rules
+                .iter()
+                .find(|(rule, _, _)| rule.id == id)
+                .is_none_or(|(rule, _, _)| rule.confidence == Confidence::Low)
+        };
+        if first.as_ref().is_some_and(|(id, _)| !low(id)) {
+            return first;
+        }
+        Unwrapping::ALL
+            .iter()
+            .filter_map(|unwrapping| evidence.unwrapped(*unwrapping))
+            .filter_map(|reading| self.classify_as_given(&reading))
+            .find(|(id, _)| !low(id))
+            .or(first)
+    }
+
+    /// The id of the rule that wins on `evidence` as given, and its remediation capture.
+    fn classify_as_given(&self, evidence: &Evidence) -> Option<(String, Option<String>)> {
         let views = TextViews::new(evidence);
         let text = |view: TextView| views.get(view);
         let body = evidence

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::structured::{Body, Headers};
+use crate::text::Unwrapping;
 use crate::vocab::{Class, Confidence, Phase, Scope, Source};
 
 /// Everything the classifier may look at for one failure. Every field is optional.
@@ -156,6 +157,55 @@ impl Evidence {
     /// The value of a response header, by name in any case.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.as_ref().and_then(|headers| headers.get(name))
+    }
+
+    /// This evidence with its text read again under `unwrapping`: each line of `stderr` and
+    /// `stdout`, as a terminal shows it, without the wrapping a logger, a quoting user or an HTTP
+    /// client put around it (a timestamp and level, enclosing quotes, a trailing request id; see
+    /// [`Unwrapping`]). `None` when no line carries such wrapping, when the text is longer than
+    /// the text rules read ([`crate::MAX_MATCHED_BYTES`]), or, for
+    /// [`Unwrapping::LogWrappingAndErrorLabel`], when no line holds an `Error:` label (the
+    /// reading would be the first one again). Classification reads it when the
+    /// text as given falls to a low-confidence rule ([`crate::Bundle::classify`]).
+    pub fn unwrapped(&self, unwrapping: Unwrapping) -> Option<Evidence> {
+        if self.text_len() > crate::MAX_MATCHED_BYTES {
+            return None;
+        }
+        let labelled = |field: &Option<String>| {
+            field
+                .as_deref()
+                .is_some_and(crate::text::may_hold_error_label)
+        };
+        if unwrapping == Unwrapping::LogWrappingAndErrorLabel
+            && !labelled(&self.stderr)
+            && !labelled(&self.stdout)
+        {
+            // No line can open with a label: the reading would be the first one again.
+            return None;
+        }
+        let read = |field: &Option<String>| {
+            field
+                .as_deref()
+                .and_then(|text| crate::text::unwrapped(&crate::text::shown(text), unwrapping))
+        };
+        let (stderr, stdout) = (read(&self.stderr), read(&self.stdout));
+        if stderr.is_none() && stdout.is_none() {
+            return None;
+        }
+        // Every field but the text, as it is (the text is not copied twice).
+        Some(Evidence {
+            phase: self.phase,
+            provider_id: self.provider_id.clone(),
+            source: self.source,
+            exit_code: self.exit_code,
+            http_status: self.http_status,
+            reset_hint: self.reset_hint.clone(),
+            stderr: stderr.or_else(|| self.stderr.clone()),
+            stdout: stdout.or_else(|| self.stdout.clone()),
+            managed_runtime_package_spec: self.managed_runtime_package_spec.clone(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+        })
     }
 
     /// [`Evidence::raw_text`], borrowed when only one stream has text.

@@ -7,7 +7,9 @@
 //!   [`LoadErrorKind`]). A [`Bundle`] is `Send + Sync`: load one, share it.
 //! - **Classification**: [`Bundle::classify`] (or [`Bundle::classify_at`], with a fixed clock)
 //!   maps [`Evidence`] to a [`Classification`], always; [`Bundle::may_classify`] is the cheap
-//!   gate for hot paths. Both are written in the closed vocabularies [`Phase`], [`Source`],
+//!   gate for hot paths. Text that falls to a low-confidence rule as given is read again
+//!   without the wrapping a logger or a quoting user put around its lines ([`Unwrapping`],
+//!   [`Evidence::unwrapped`]). Both are written in the closed vocabularies [`Phase`], [`Source`],
 //!   [`Class`], [`Confidence`], [`Scope`], [`EvidenceField`], [`TextView`],
 //!   [`TimingExtractor`] and [`Flag`], which the catalogue checker validates `.rules` files
 //!   against. Structured evidence, the provider's response [`Headers`] and error [`Body`], is
@@ -74,7 +76,7 @@ pub use structured::{
     Body, Headers, MAX_BODY_BYTES, MAX_BODY_DEPTH, MAX_HEADER_NAME_BYTES, MAX_HEADER_VALUE_BYTES,
     MAX_HEADERS, parse_pointer,
 };
-pub use text::{MAX_MATCHED_BYTES, TextViews};
+pub use text::{MAX_MATCHED_BYTES, TextViews, Unwrapping};
 pub use timing::{
     HintOutcome, HintSource, HintStep, ParseInstantError, format_instant, parse_instant, reset_time,
 };

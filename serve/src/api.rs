@@ -286,7 +286,12 @@ fn step_json(step: Step) -> Value {
 /// was vetoed (every rule with `?all=true`), the winner and the timing stage.
 fn explain_json(bundle: &Bundle, evidence: &Evidence, now: SystemTime, all: bool) -> Value {
     let (classification, trace) = bundle.classify_traced(evidence, now);
-    let views = TextViews::new(evidence);
+    // The steps are of an unwrapped reading when the text as given fell to a low-confidence
+    // rule and the reading did not.
+    let reading = trace
+        .unwrapped()
+        .and_then(|unwrapping| evidence.unwrapped(unwrapping));
+    let views = TextViews::new(reading.as_ref().unwrap_or(evidence));
     let winner = trace.winner();
     let rules: Vec<Value> = trace
         .steps()
@@ -322,7 +327,11 @@ fn explain_json(bundle: &Bundle, evidence: &Evidence, now: SystemTime, all: bool
         .collect();
     json!({
         "classification": classification,
-        "text": { "sanitized": views.sanitized(), "raw_bytes": views.text_len() },
+        "text": {
+            "sanitized": views.sanitized(),
+            "raw_bytes": views.text_len(),
+            "unwrapped": trace.unwrapped().map(|unwrapping| unwrapping.to_string()),
+        },
         "rules": rules,
         "timing": timing,
         "clock": faultline_runtime::format_instant(now),

@@ -149,7 +149,12 @@ pub fn run(args: &Args) -> Exit {
     let order = std::cell::OnceCell::new();
     let mut report = String::new();
 
-    let views = faultline_runtime::TextViews::new(&evidence);
+    // When the text as given fell to a low-confidence rule and an unwrapped reading of it did
+    // not, the steps below are of that reading.
+    let reading = trace
+        .unwrapped()
+        .and_then(|unwrapping| evidence.unwrapped(unwrapping));
+    let views = faultline_runtime::TextViews::new(reading.as_ref().unwrap_or(&evidence));
     let sanitized = views.sanitized();
     report.push_str(&format!(
         "text rules read (sanitized, {} of {} raw bytes):\n{}",
@@ -157,6 +162,11 @@ pub fn run(args: &Args) -> Exit {
         views.text_len(),
         indent(sanitized)
     ));
+    if let Some(unwrapping) = trace.unwrapped() {
+        report.push_str(&format!(
+            "  (read again: the text as given fell to a low-confidence rule; this is it with {unwrapping})\n"
+        ));
+    }
     let raw_readers: Vec<&str> = bundle
         .rules()
         .filter(|rule| rule.reads(TextView::Raw))

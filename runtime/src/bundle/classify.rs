@@ -48,6 +48,9 @@ pub(super) struct Engine {
     automata: Automata,
     views: Vec<ViewEngine>,
     prefilter: Prefilter,
+    /// Whether some literal the prefilter requires holds a line break (see
+    /// [`Engine::literals_span_lines`]).
+    literals_span_lines: bool,
     /// Rules above low confidence that fire on their structured guards alone (no text
     /// matcher) or that the prefilter never skips, with the structured parts their guards
     /// need: the gate checks their guards first.
@@ -65,6 +68,17 @@ pub(super) struct Engine {
     /// version: the answer should no rule ever fire. Taken from the catalogue, so that the
     /// runtime never makes up a code or a rule of its own.
     catch_all: Classification,
+}
+
+/// What one rule walk over a piece of evidence found ([`Engine::classify`]).
+pub(super) struct Walked {
+    pub(super) classification: Classification,
+    /// The winner's position in priority order.
+    pub(super) winner: Option<usize>,
+    /// Whether a rule above low confidence got past the prefilter or needs none (so could
+    /// fire on this text, or on a reading that only cuts its lines down); always true when
+    /// one won.
+    pub(super) above_low_admitted: bool,
 }
 
 #[derive(Debug, Default)]
@@ -203,6 +217,12 @@ impl Engine {
         }
     }
 
+    /// Whether some literal the prefilter requires holds a line break, so that cutting lines
+    /// down (an unwrapped reading) could make one appear where the text as given has none.
+    pub(super) fn literals_span_lines(&self) -> bool {
+        self.literals_span_lines
+    }
+
     pub(super) fn literal_table_bytes(&self) -> Option<usize> {
         self.prefilter.literal_table_bytes()
     }
@@ -265,10 +285,15 @@ impl Engine {
             }
             rule_regexes.push(regexes);
         }
+        let literals_span_lines = model
+            .literals
+            .iter()
+            .any(|literal| literal.literal.contains(['\n', '\r']));
         Ok(Engine {
             automata,
             views,
             prefilter,
+            literals_span_lines,
             ungated,
             unskippable,
             unskippable_textual,
@@ -290,21 +315,29 @@ impl Engine {
     /// literals over the raw text. Sound because every gated rule's match implies one of its
     /// literals in the raw text (see the compiler's `literals` module); ungated rules whose
     /// guards hold answer `true`.
-    pub(super) fn may_classify(&self, model: &CatalogueModel, evidence: &Evidence) -> bool {
+    /// Whether a rule above low confidence that the prefilter never skips has its guards
+    /// hold on `evidence`.
+    fn ungated_may_fire(&self, model: &CatalogueModel, evidence: &Evidence) -> bool {
         let carried = Parts::carried_by(evidence);
+        self.ungated.iter().any(|(index, needed)| {
+            carried.covers(*needed)
+                && model
+                    .rules
+                    .get(*index)
+                    .is_some_and(|rule| failed_guard(&rule.guards, evidence).is_none())
+        })
+    }
+
+    pub(super) fn may_classify(&self, model: &CatalogueModel, evidence: &Evidence) -> bool {
+        if self.ungated_may_fire(model, evidence) {
+            return true;
+        }
         let guards_hold = |index: usize| {
             model
                 .rules
                 .get(index)
                 .is_some_and(|rule| failed_guard(&rule.guards, evidence).is_none())
         };
-        if self
-            .ungated
-            .iter()
-            .any(|(index, needed)| carried.covers(*needed) && guards_hold(*index))
-        {
-            return true;
-        }
         // Every other rule above low confidence is gated: one of its literals must occur in the
         // text rules read. Every word of the sanitized view is in that raw view or introduced
         // by the redaction (which the literals never require).
@@ -333,19 +366,33 @@ impl Engine {
         )
     }
 
+    /// Walks the rules over `evidence` in priority order: the classification, the winner's
+    /// position, and whether a rule above low confidence got past the prefilter or needs
+    /// none (see [`Walked::above_low_admitted`]).
     pub(super) fn classify(
         &self,
         model: &CatalogueModel,
         catalogue_version: &str,
         evidence: &Evidence,
         trace: Option<&mut Trace>,
-    ) -> (Classification, Option<usize>) {
+    ) -> Walked {
         let texts = TextViews::new(evidence);
         let matched = self.scan_cells();
         let mut winner = None;
+        let above_low = |index: usize| {
+            model
+                .rules
+                .get(index)
+                .is_some_and(|rule| rule.confidence != Confidence::Low)
+        };
+        let admitted_above_low;
         if let Some(trace) = trace {
             // A trace evaluates every rule, so it can say what else fired or was vetoed.
             let admitted = self.prefilter.admitted(texts.raw(), model.rules.len());
+            admitted_above_low = admitted
+                .iter()
+                .enumerate()
+                .any(|(index, admitted)| *admitted && above_low(index));
             for (index, rule) in model.rules.iter().enumerate() {
                 let admitted = admitted.get(index).copied().unwrap_or(false);
                 let outcome = self.evaluate(index, rule, evidence, &texts, &matched, admitted);
@@ -360,6 +407,7 @@ impl Engine {
             let mut admitted = self.prefilter.admitted_rules(texts.raw());
             admitted.sort_unstable();
             admitted.dedup();
+            admitted_above_low = admitted.iter().any(|index| above_low(*index));
             let unskippable = if Parts::carried_by(evidence) == Parts::NONE {
                 &self.unskippable_textual
             } else {
@@ -396,15 +444,25 @@ impl Engine {
             let mut fallback = self.catch_all.clone();
             fallback.catalogue_version = catalogue_version.to_owned();
             fallback.excerpt = self.excerpt(None, evidence, texts);
-            return (fallback, None);
+            return Walked {
+                classification: fallback,
+                winner: None,
+                above_low_admitted: true,
+            };
         };
         // A rule with a fixed excerpt reports it instead of the evidence text.
         let excerpt = match &rule.excerpt {
             Some(fixed) => fixed.clone(),
             None => self.excerpt(Some((position, rule)), evidence, texts),
         };
-        let classification = answer(rule, code, remediation, excerpt, catalogue_version);
-        (classification, Some(position))
+        let above_low_admitted = rule.confidence != Confidence::Low
+            || admitted_above_low
+            || self.ungated_may_fire(model, evidence);
+        Walked {
+            classification: answer(rule, code, remediation, excerpt, catalogue_version),
+            winner: Some(position),
+            above_low_admitted,
+        }
     }
 
     /// The excerpt of a classification won by `winner` (its position and rule; or by none): the

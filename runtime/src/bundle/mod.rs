@@ -253,7 +253,8 @@ impl Bundle {
         })
     }
 
-    /// Whether a rule that is not low-confidence could fire on `evidence`: the cheap gate for
+    /// Whether a rule that is not low-confidence could fire on `evidence` or on one of its
+    /// unwrapped readings ([`Bundle::classify`] reads them): the cheap gate for
     /// hot paths such as deciding the diagnostic marker of every streamed chunk. `false` means
     /// [`Bundle::classify`] would certainly answer with a low-confidence rule (the phase
     /// fallback of the shipped catalogue), so the caller may skip it; `true` means it might
@@ -261,7 +262,18 @@ impl Bundle {
     /// once for the rules' required literals, without redacting the text or running an
     /// automaton.
     pub fn may_classify(&self, evidence: &crate::Evidence) -> bool {
-        self.engine.may_classify(&self.model, evidence)
+        if self.engine.may_classify(&self.model, evidence) {
+            return true;
+        }
+        // An unwrapped reading only cuts each line down, so a literal it holds that the text
+        // as given does not must span a line break; when no literal holds one (the usual
+        // case), the readings need no look of their own.
+        self.engine.literals_span_lines()
+            && crate::Unwrapping::ALL.iter().any(|unwrapping| {
+                evidence
+                    .unwrapped(*unwrapping)
+                    .is_some_and(|reading| self.engine.may_classify(&self.model, &reading))
+            })
     }
 
     /// Classifies one piece of evidence by the system clock. Always returns a classification.
@@ -276,11 +288,63 @@ impl Bundle {
         evidence: &crate::Evidence,
         now: SystemTime,
     ) -> crate::Classification {
-        let (mut classification, winner) =
-            self.engine
-                .classify(&self.model, &self.header.catalogue_version, evidence, None);
-        self.attach_timing(&mut classification, winner, evidence, now, None);
+        let (mut classification, winner, reading) = self.classify_text(evidence, None);
+        let read = reading.as_ref().unwrap_or(evidence);
+        self.attach_timing(&mut classification, winner, read, now, None);
         classification
+    }
+
+    /// The rule walk over `evidence`, then, when a rule of low confidence won, over each of its
+    /// unwrapped readings ([`Evidence::unwrapped`]) that the prefilter admits, in order: the
+    /// first whose winner is above low confidence answers, with the reading it was found in.
+    /// The trace, when asked for, is the walk that answered.
+    fn classify_text(
+        &self,
+        evidence: &crate::Evidence,
+        mut trace: Option<&mut Trace>,
+    ) -> (
+        crate::Classification,
+        Option<usize>,
+        Option<crate::Evidence>,
+    ) {
+        let version = &self.header.catalogue_version;
+        let first = self
+            .engine
+            .classify(&self.model, version, evidence, trace.as_deref_mut());
+        let (classification, winner) = (first.classification, first.winner);
+        // A reading only cuts the text's lines down: when no rule above low confidence got
+        // past the prefilter on the text as given, none can on a reading, unless a literal
+        // holds a line break (see `may_classify`). Most ordinary text ends here.
+        let no_reading_can_win = !first.above_low_admitted && !self.engine.literals_span_lines();
+        if classification.confidence != crate::Confidence::Low || no_reading_can_win {
+            return (classification, winner, None);
+        }
+        let mut previous: Option<crate::Evidence> = None;
+        for unwrapping in crate::Unwrapping::ALL {
+            let Some(reading) = evidence.unwrapped(unwrapping) else {
+                continue;
+            };
+            if previous.as_ref() == Some(&reading)
+                || !self.engine.may_classify(&self.model, &reading)
+            {
+                previous = Some(reading);
+                continue;
+            }
+            let mut reread = trace.is_some().then(Trace::default);
+            let walked = self
+                .engine
+                .classify(&self.model, version, &reading, reread.as_mut());
+            let (second, second_winner) = (walked.classification, walked.winner);
+            if second.confidence != crate::Confidence::Low {
+                if let (Some(trace), Some(mut reread)) = (trace, reread) {
+                    reread.unwrapped = Some(unwrapping);
+                    *trace = reread;
+                }
+                return (second, second_winner, Some(reading));
+            }
+            previous = Some(reading);
+        }
+        (classification, winner, None)
     }
 
     /// Classifies as [`Bundle::classify_at`] and records, for every rule in priority order,
@@ -292,16 +356,11 @@ impl Bundle {
         now: SystemTime,
     ) -> (crate::Classification, Trace) {
         let mut trace = Trace::default();
-        let (mut classification, winner) = self.engine.classify(
-            &self.model,
-            &self.header.catalogue_version,
-            evidence,
-            Some(&mut trace),
-        );
+        let (mut classification, winner, reading) = self.classify_text(evidence, Some(&mut trace));
         self.attach_timing(
             &mut classification,
             winner,
-            evidence,
+            reading.as_ref().unwrap_or(evidence),
             now,
             Some(&mut trace.timing),
         );

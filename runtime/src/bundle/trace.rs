@@ -3,6 +3,7 @@
 //! compiler's witness verification read it; the classification itself never does.
 
 use super::view::RulePosition;
+use crate::text::Unwrapping;
 use crate::timing::HintStep;
 use crate::vocab::EvidenceField;
 
@@ -45,6 +46,9 @@ pub struct Trace {
     pub(crate) steps: Vec<Step>,
     /// Every source of a reset time consulted, in order.
     pub(crate) timing: Vec<HintStep>,
+    /// The reading the steps are of, when the text as given fell to a low-confidence rule and
+    /// an unwrapped reading of it did not.
+    pub(crate) unwrapped: Option<Unwrapping>,
 }
 
 impl Trace {
@@ -77,5 +81,11 @@ impl Trace {
     /// Every source of a reset time consulted, in order.
     pub fn timing(&self) -> &[HintStep] {
         &self.timing
+    }
+
+    /// The unwrapped reading of the text the steps are of ([`crate::Evidence::unwrapped`]);
+    /// `None` when they are of the text as given.
+    pub fn unwrapped(&self) -> Option<Unwrapping> {
+        self.unwrapped
     }
 }
