@@ -42,10 +42,14 @@ impl Analyzer<'_> {
         // a pattern no other stage builds, and some are exact attempts that fail at their
         // budget), then every query, searched on worker threads too (most are proofs that
         // explore their whole product), then judged in order.
-        let mut patterns: Vec<String> = pairs
+        let nestables: Vec<(RuleIndex, RuleIndex, Vec<Nestable<'_>>)> = pairs
+            .into_iter()
+            .map(|(a, b)| (a, b, self.nestable_patterns(a, b)))
+            .collect();
+        let mut patterns: Vec<String> = nestables
             .iter()
-            .flat_map(|&(a, b)| self.nestable_patterns(a, b))
-            .flat_map(|nestable| [nestable.inner.to_owned(), nestable.whole_outer])
+            .flat_map(|(_, _, found)| found)
+            .flat_map(|nestable| [nestable.inner.to_owned(), nestable.whole_outer.clone()])
             .collect();
         patterns.sort_unstable();
         patterns.dedup();
@@ -56,9 +60,9 @@ impl Analyzer<'_> {
         crate::db::prefetch_in_parallel(self.db, &patterns, |db, pattern| {
             let _ = component_automaton(db, pattern, &components);
         });
-        let candidates: Vec<Candidate<'_>> = pairs
+        let candidates: Vec<Candidate<'_>> = nestables
             .into_iter()
-            .filter_map(|(a, b)| self.nesting_queries(a, b))
+            .filter_map(|(a, b, found)| self.nesting_queries(a, b, found))
             .collect();
         let queries: Vec<Vec<&Component>> = candidates
             .iter()
@@ -109,11 +113,16 @@ impl Analyzer<'_> {
     }
 
     /// The queries for a match of a pattern of `a` inside a match of a pattern of `b`: one per
-    /// pair of [`Analyzer::nestable_patterns`] both represented exactly.
-    fn nesting_queries(&self, a: RuleIndex, b: RuleIndex) -> Option<Candidate<'_>> {
+    /// pair of their [`Analyzer::nestable_patterns`], `nestables`, both represented exactly.
+    fn nesting_queries<'a>(
+        &'a self,
+        a: RuleIndex,
+        b: RuleIndex,
+        nestables: Vec<Nestable<'a>>,
+    ) -> Option<Candidate<'a>> {
         let (rule_a, rule_b) = (self.rule(a)?, self.rule(b)?);
         let mut queries = Vec::new();
-        for nestable in self.nestable_patterns(a, b) {
+        for nestable in nestables {
             let exact =
                 |pattern: String| match component_automaton(self.db, &pattern, &self.components) {
                     Ok((_, false)) => Some(Component {
