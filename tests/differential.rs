@@ -352,7 +352,7 @@ fn text(engines: &'static Engines) -> impl Strategy<Value = String> {
     )
         .prop_map(|(text, edits)| common::apply_edits(text, edits));
     // Examples under the wrapping a logger or a quoting user puts around a line, which the
-    // runtime's second reading takes off (`Evidence::unwrapped`), and near misses of it.
+    // runtime's readings take off (`Evidence::unwrapped`), and near misses of it.
     let wrapped = (
         prop::sample::select(seeds),
         prop::sample::select(WRAPPINGS.to_vec()),
@@ -371,8 +371,8 @@ fn text(engines: &'static Engines) -> impl Strategy<Value = String> {
     prop_oneof![3 => mutated, 3 => soup, 2 => wrapped, 1 => "\\PC{0,40}"]
 }
 
-/// What a wrapped line is given before and after it: log prefixes of every kind the second
-/// reading takes off, quotes, request ids, and some it leaves on.
+/// What a wrapped line is given before and after it: log prefixes of every kind the readings
+/// take off, quotes, request ids, closing full stops, and some they leave on.
 const WRAPPINGS: &[(&str, &str)] = &[
     ("2026-03-04T10:11:12.345Z ERROR ", ""),
     ("[2026-03-04 10:11:12] [error] ", ""),
@@ -388,6 +388,10 @@ const WRAPPINGS: &[(&str, &str)] = &[
     ("2024-12-24 15:53:34 INFO:     ", ""),
     ("    \"", " \""),
     ("`", "`"),
+    ("", "."),
+    ("[ERROR] \"", ".\"."),
+    ("It failed. ", "."),
+    ("", "..."),
 ];
 
 fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {

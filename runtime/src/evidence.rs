@@ -164,23 +164,28 @@ impl Evidence {
     /// client put around it (a timestamp and level, enclosing quotes, a trailing request id; see
     /// [`Unwrapping`]). `None` when no line carries such wrapping, when the text is longer than
     /// the text rules read ([`crate::MAX_MATCHED_BYTES`]), or, for
-    /// [`Unwrapping::LogWrappingAndErrorLabel`], when no line holds an `Error:` label (the
-    /// reading would be the first one again). Classification reads it when the
+    /// [`Unwrapping::LogWrappingAndErrorLabel`], when no line holds an `Error:` label, and for
+    /// [`Unwrapping::LogWrappingAndFullStop`], when no line ends with a full stop (the reading
+    /// would be the first one again). Classification reads it when the
     /// text as given falls to a low-confidence rule ([`crate::Bundle::classify`]).
     pub fn unwrapped(&self, unwrapping: Unwrapping) -> Option<Evidence> {
         if self.text_len() > crate::MAX_MATCHED_BYTES {
             return None;
         }
-        let labelled = |field: &Option<String>| {
-            field
-                .as_deref()
-                .is_some_and(crate::text::may_hold_error_label)
-        };
+        let holds =
+            |field: &Option<String>, look: fn(&str) -> bool| field.as_deref().is_some_and(look);
         if unwrapping == Unwrapping::LogWrappingAndErrorLabel
-            && !labelled(&self.stderr)
-            && !labelled(&self.stdout)
+            && !holds(&self.stderr, crate::text::may_hold_error_label)
+            && !holds(&self.stdout, crate::text::may_hold_error_label)
         {
             // No line can open with a label: the reading would be the first one again.
+            return None;
+        }
+        if unwrapping == Unwrapping::LogWrappingAndFullStop
+            && !holds(&self.stderr, crate::text::may_hold_closing_full_stop)
+            && !holds(&self.stdout, crate::text::may_hold_closing_full_stop)
+        {
+            // No line ends with a full stop: the reading would be the first one again.
             return None;
         }
         let read = |field: &Option<String>| {

@@ -27,7 +27,7 @@ mod terminal;
 mod unwrap;
 pub(crate) use terminal::shown;
 pub use unwrap::Unwrapping;
-pub(crate) use unwrap::{may_hold_error_label, unwrapped};
+pub(crate) use unwrap::{may_hold_closing_full_stop, may_hold_error_label, unwrapped};
 
 /// The most text rules match: the last mebibyte of the evidence text.
 pub const MAX_MATCHED_BYTES: usize = 1 << 20;

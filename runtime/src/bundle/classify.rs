@@ -424,6 +424,80 @@ impl Engine {
                 }
             }
         }
+        self.walked(
+            model,
+            catalogue_version,
+            evidence,
+            texts,
+            winner,
+            admitted_above_low,
+        )
+    }
+
+    /// The walk of [`Engine::classify`] over a reading of evidence whose text as given fell to
+    /// a low-confidence rule ([`crate::Evidence::unwrapped`]), for which only a winner above low
+    /// confidence answers: `None` as soon as that cannot be (no rule above low confidence is
+    /// admitted, or a low-confidence one fires first), without building the answer a
+    /// low-confidence winner would give. Otherwise the same walk and answer as
+    /// [`Engine::classify`].
+    pub(super) fn classify_reading(
+        &self,
+        model: &CatalogueModel,
+        catalogue_version: &str,
+        evidence: &Evidence,
+    ) -> Option<Walked> {
+        let texts = TextViews::new(evidence);
+        let mut admitted = self.prefilter.admitted_rules(texts.raw());
+        admitted.sort_unstable();
+        admitted.dedup();
+        let unskippable = if Parts::carried_by(evidence) == Parts::NONE {
+            &self.unskippable_textual
+        } else {
+            &self.unskippable
+        };
+        let low = |index: usize| {
+            model
+                .rules
+                .get(index)
+                .is_none_or(|rule| rule.confidence == Confidence::Low)
+        };
+        let candidates: Vec<usize> = merged(&admitted, unskippable).collect();
+        // Past the last candidate above low confidence, only a low-confidence rule can fire.
+        let last_above_low = candidates.iter().rposition(|index| !low(*index))?;
+        let matched = self.scan_cells();
+        for index in candidates.get(..=last_above_low)?.iter().copied() {
+            let Some(rule) = model.rules.get(index) else {
+                continue;
+            };
+            let outcome = self.evaluate(index, rule, evidence, &texts, &matched, true);
+            if let Outcome::Fired(remediation) = outcome {
+                if rule.confidence == Confidence::Low {
+                    return None;
+                }
+                return Some(self.walked(
+                    model,
+                    catalogue_version,
+                    evidence,
+                    texts,
+                    Some((index, rule, remediation)),
+                    true,
+                ));
+            }
+        }
+        None
+    }
+
+    /// The answer of a walk whose first rule to fire is `winner` (its position, rule and
+    /// remediation capture; the catch-all when none fired).
+    fn walked(
+        &self,
+        model: &CatalogueModel,
+        catalogue_version: &str,
+        evidence: &Evidence,
+        texts: TextViews<'_>,
+        winner: Option<(usize, &RuleEntry, Option<String>)>,
+        admitted_above_low: bool,
+    ) -> Walked {
         // A validated bundle ends with a catch-all rule, so a winner always exists; the last
         // rule stands in if it ever does not.
         let last = model.rules.len().checked_sub(1);

@@ -319,30 +319,35 @@ impl Bundle {
         if classification.confidence != crate::Confidence::Low || no_reading_can_win {
             return (classification, winner, None);
         }
-        let mut previous: Option<crate::Evidence> = None;
+        // Readings already walked or refused by the gate: two readings may cut a text alike.
+        let mut tried: Vec<crate::Evidence> = Vec::new();
         for unwrapping in crate::Unwrapping::ALL {
             let Some(reading) = evidence.unwrapped(unwrapping) else {
                 continue;
             };
-            if previous.as_ref() == Some(&reading)
-                || !self.engine.may_classify(&self.model, &reading)
-            {
-                previous = Some(reading);
+            if tried.contains(&reading) {
                 continue;
             }
-            let mut reread = trace.is_some().then(Trace::default);
-            let walked = self
-                .engine
-                .classify(&self.model, version, &reading, reread.as_mut());
-            let (second, second_winner) = (walked.classification, walked.winner);
-            if second.confidence != crate::Confidence::Low {
-                if let (Some(trace), Some(mut reread)) = (trace, reread) {
-                    reread.unwrapped = Some(unwrapping);
-                    *trace = reread;
+            let answered = match trace.as_deref_mut() {
+                // A trace records the reading's whole walk, as `faultline explain` shows it.
+                Some(trace) if self.engine.may_classify(&self.model, &reading) => {
+                    let mut reread = Trace::default();
+                    let walked =
+                        self.engine
+                            .classify(&self.model, version, &reading, Some(&mut reread));
+                    (walked.classification.confidence != crate::Confidence::Low).then(|| {
+                        reread.unwrapped = Some(unwrapping);
+                        *trace = reread;
+                        walked
+                    })
                 }
-                return (second, second_winner, Some(reading));
+                Some(_) => None,
+                None => self.engine.classify_reading(&self.model, version, &reading),
+            };
+            if let Some(walked) = answered {
+                return (walked.classification, walked.winner, Some(reading));
             }
-            previous = Some(reading);
+            tried.push(reading);
         }
         (classification, winner, None)
     }

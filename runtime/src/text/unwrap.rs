@@ -15,7 +15,12 @@
 //! 2. a request or trace id in parentheses or brackets at the line's end;
 //! 3. double or single quotes enclosing what is left;
 //! 4. in the second reading only, an `Error:` opening what is left (a wrapper's own label before
-//!    a message that has its own).
+//!    a message that has its own);
+//! 5. in the third reading only, and on the text's last line with text only, a full stop
+//!    closing what is left, before and inside the quotes (a message ends with one or not as the
+//!    hand that wrote or wrapped it chose), unless the line ends a sentence before (a line of
+//!    prose, whose full stop ends a sentence that may quote an error: issue titles and reports
+//!    read so).
 //!
 //! Each line of a reading is a contiguous part of the line it was read from, never moved or
 //! rewritten, and a line keeps its wrapping when nothing but white space would be left of it.
@@ -34,13 +39,17 @@ pub enum Unwrapping {
     LogWrapping,
     /// Those, and an `Error:` label opening the line.
     LogWrappingAndErrorLabel,
+    /// Log prefixes, trailing request ids and enclosing quotes, and a full stop closing the
+    /// line.
+    LogWrappingAndFullStop,
 }
 
 impl Unwrapping {
     /// The readings in the order classification tries them.
-    pub const ALL: [Unwrapping; 2] = [
+    pub const ALL: [Unwrapping; 3] = [
         Unwrapping::LogWrapping,
         Unwrapping::LogWrappingAndErrorLabel,
+        Unwrapping::LogWrappingAndFullStop,
     ];
 }
 
@@ -52,6 +61,9 @@ impl std::fmt::Display for Unwrapping {
             }
             Unwrapping::LogWrappingAndErrorLabel => {
                 "log prefixes, enclosing quotes, trailing request ids and an opening `Error:` taken off each line"
+            }
+            Unwrapping::LogWrappingAndFullStop => {
+                "log prefixes, enclosing quotes, trailing request ids and a closing full stop taken off each line"
             }
         })
     }
@@ -155,6 +167,13 @@ pub(crate) fn may_hold_error_label(text: &str) -> bool {
     lower.find(text.as_bytes()).is_some() || upper.find(text.as_bytes()).is_some()
 }
 
+/// Whether `text` could end with a full stop under its wrapping (a closing quote or request id
+/// may follow it), so that the third reading could differ from the first: a look at its last
+/// character.
+pub(crate) fn may_hold_closing_full_stop(text: &str) -> bool {
+    text.trim_end().ends_with(['.', '。', '"', '\'', ')', ']'])
+}
+
 /// Whether `part` holds more than white space.
 fn has_text(part: &str) -> bool {
     !part.trim().is_empty()
@@ -163,7 +182,7 @@ fn has_text(part: &str) -> bool {
 /// Whether `line` could carry wrapping at all: its first byte other than a blank could open a
 /// log prefix, a quote or a label, or its last could close a request id. Most lines of prose
 /// and code fail this on two bytes.
-fn worth_a_look(line: &str) -> bool {
+fn worth_a_look(line: &str, full_stop: bool) -> bool {
     let bytes = line.as_bytes();
     let blank = |byte: &&u8| **byte == b' ' || **byte == b'\t';
     let first = bytes.iter().find(|byte| !blank(byte));
@@ -193,6 +212,43 @@ fn worth_a_look(line: &str) -> bool {
                 | b'l'
         )
     ) || matches!(last, Some(b')' | b']'))
+        || (full_stop && matches!(last, Some(&(b'.' | FULL_STOP_LAST_BYTE))))
+}
+
+/// Whether `line` ends a sentence before its end (`. `, `! `, `? ` or an ellipsis then more
+/// text): a line of prose, whose closing full stop ends a sentence that may quote an error.
+fn holds_a_sentence_break(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    memchr::memchr3_iter(b'.', b'!', b'?', bytes).any(|at| {
+        matches!(bytes.get(at + 1), Some(b' ' | b'\t'))
+            && bytes
+                .get(at + 2..)
+                .is_some_and(|after| after.iter().any(|b| !matches!(b, b' ' | b'\t')))
+    }) || line.contains('。')
+}
+
+/// The last byte of the ideographic full stop `。` (and of some other characters: a look only).
+const FULL_STOP_LAST_BYTE: u8 = 0x82;
+
+/// `line` without the full stop closing it (`.` or `。`, and the blanks after it) when `applies`
+/// (the third reading, on the text's last line): rules anchored to a line's end name the
+/// message, not its punctuation. An ellipsis, a full stop after white space, and a line of
+/// prose's full stop are kept.
+fn without_closing_full_stop(line: &str, applies: bool) -> &str {
+    if !applies {
+        return line;
+    }
+    let end = line.trim_end_matches(BLANKS);
+    match end.strip_suffix(['.', '。']) {
+        Some(before)
+            if !before.ends_with(['.', '。', ' ', '\t'])
+                && has_text(before)
+                && !holds_a_sentence_break(before) =>
+        {
+            before
+        }
+        _ => line,
+    }
 }
 
 /// Whether `line` could end with a request id: it ends with a closing bracket, and the last
@@ -208,8 +264,11 @@ fn may_close_with_request_id(line: &str) -> bool {
 }
 
 /// What is left of one line (without its line break) under `unwrapping`: a contiguous part of it.
-fn unwrap_line(line: &str, unwrapping: Unwrapping) -> &str {
-    if !worth_a_look(line) {
+/// `closes_text` says whether it is the text's last line with text, the one whose full stop
+/// the third reading takes off.
+fn unwrap_line(line: &str, unwrapping: Unwrapping, closes_text: bool) -> &str {
+    let full_stop = closes_text && unwrapping == Unwrapping::LogWrappingAndFullStop;
+    if !worth_a_look(line, full_stop) {
         return line;
     }
     let mut rest = line;
@@ -232,6 +291,7 @@ fn unwrap_line(line: &str, unwrapping: Unwrapping) -> &str {
     {
         rest = before;
     }
+    rest = without_closing_full_stop(rest, full_stop);
     // An indented line, or quotes with white space just inside them, is a string literal of
     // code (a fragment of a longer message), not a message quoted whole.
     let indented = rest.starts_with('\t') || rest.starts_with("    ");
@@ -245,7 +305,7 @@ fn unwrap_line(line: &str, unwrapping: Unwrapping) -> &str {
                 && has_text(inner)
                 && inner.trim().len() == inner.len()
             {
-                rest = inner;
+                rest = without_closing_full_stop(inner, full_stop);
                 break;
             }
         }
@@ -294,11 +354,16 @@ pub(crate) fn unwrapped(text: &str, unwrapping: Unwrapping) -> Option<String> {
     let unquoted = between_enclosing_quotes(text);
     let text = unquoted.unwrap_or(text);
     let mut out: Option<String> = unquoted.map(|_| String::with_capacity(text.len()));
+    // Where the line holding the text's last character other than white space starts.
+    let last_line = text
+        .trim_end()
+        .rfind('\n')
+        .map_or(0, |line_break| line_break + 1);
     let mut offset = 0;
     let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()));
     for end in ends {
         let line = text.get(offset..end).unwrap_or("");
-        let kept = unwrap_line(line, unwrapping);
+        let kept = unwrap_line(line, unwrapping, offset == last_line);
         if out.is_none() && kept.len() != line.len() {
             // Every line before this one is kept whole, with its line break.
             let mut started = String::with_capacity(text.len());
@@ -328,6 +393,10 @@ mod tests {
 
     fn second(text: &str) -> Option<String> {
         unwrapped(text, Unwrapping::LogWrappingAndErrorLabel)
+    }
+
+    fn third(text: &str) -> Option<String> {
+        unwrapped(text, Unwrapping::LogWrappingAndFullStop)
     }
 
     #[test]
@@ -413,6 +482,48 @@ mod tests {
     }
 
     #[test]
+    fn the_closing_full_stop_comes_off_in_the_third_reading_only() {
+        for (stopped, message) in [
+            ("Connection error.", "Connection error"),
+            ("[ERROR] Request timed out. ", "Request timed out"),
+            (
+                "\"API Error: Connection error.\".",
+                "API Error: Connection error",
+            ),
+            ("Overloaded. (request id: req_1)", "Overloaded"),
+            ("请求超时。", "请求超时"),
+            ("Error: Connection error.", "Error: Connection error"),
+        ] {
+            assert_eq!(third(stopped).as_deref(), Some(message), "{stopped}");
+        }
+        assert_eq!(first("Connection error."), None);
+        assert_eq!(
+            second("Error: Connection error.").as_deref(),
+            Some("Connection error.")
+        );
+        // Only the text's last line with text loses its full stop.
+        assert_eq!(
+            third("Rate limit hit.\n[ERROR] Retrying.\n\n").as_deref(),
+            Some("Rate limit hit.\nRetrying\n\n")
+        );
+    }
+
+    #[test]
+    fn a_full_stop_that_ends_prose_or_an_ellipsis_stays() {
+        for text in [
+            "Reconnecting... waiting for network...",
+            "It failed. The API returned: 429 Too Many Requests.",
+            "Is this a bug? The request timed out.",
+            "Connection error .",
+            ".",
+            "Connection error..",
+            "服务不可用。请稍后重试。",
+        ] {
+            assert_eq!(third(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
     fn unwrapped_text_keeps_its_other_lines_and_line_breaks() {
         let text = "Retrying…\n[ERROR] Overloaded\n\n  at call (client.js:1)\n";
         assert_eq!(
@@ -485,6 +596,11 @@ mod tests {
             " [trace_id=ab]",
             ")",
             " \"",
+            ".",
+            ".\".",
+            "。",
+            ". (request id: req_1)",
+            "...",
         ]);
         (openings, "\\PC{0,12}", closings)
             .prop_map(|(open, middle, close)| format!("{open}{middle}{close}"))
@@ -496,14 +612,9 @@ mod tests {
         #[test]
         fn every_line_of_a_reading_is_part_of_its_line(
             lines in proptest::collection::vec(line(), 1..6),
-            second in proptest::bool::ANY,
+            unwrapping in proptest::sample::select(Unwrapping::ALL.to_vec()),
         ) {
             let text = lines.join("\n");
-            let unwrapping = if second {
-                Unwrapping::LogWrappingAndErrorLabel
-            } else {
-                Unwrapping::LogWrapping
-            };
             if let Some(read) = unwrapped(&text, unwrapping) {
                 proptest::prop_assert_ne!(&read, &text);
                 let read_lines: Vec<&str> = read.split('\n').collect();
