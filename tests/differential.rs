@@ -392,6 +392,9 @@ const WRAPPINGS: &[(&str, &str)] = &[
     ("[ERROR] \"", ".\"."),
     ("It failed. ", "."),
     ("", "..."),
+    ("> ", ""),
+    ("> Caused by: ", ""),
+    ("- ", ""),
 ];
 
 fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {

@@ -10,8 +10,9 @@
 //! fixtures, each such wrapping sent 3–7% of the real errors the catalogue reads to the
 //! fallback. A reading removes it, line by line:
 //!
-//! 1. a log prefix at the line's start: a timestamp, a level, or a timestamp then a level (with
-//!    the logger's own fields around the level, as the formats above print them);
+//! 1. a report's blockquote markers (`> `) and an error chain's `Caused by: ` at the line's
+//!    start, then a log prefix: a timestamp, a level, or a timestamp then a level (with the
+//!    logger's own fields around the level, as the formats above print them);
 //! 2. a request or trace id in parentheses or brackets at the line's end;
 //! 3. double or single quotes enclosing what is left;
 //! 4. in the second reading only, an `Error:` opening what is left (a wrapper's own label before
@@ -150,6 +151,28 @@ fn may_open_with_log_prefix(line: &str) -> bool {
     openings.iter().any(|opening| rest.starts_with(opening))
 }
 
+/// `line` without what a report or an error chain opens a quoted line with: markdown's
+/// blockquote markers (`> `, nested or not) and `Caused by: `. A list's bullet stays: lists in
+/// documentation and reports name errors as often as they quote them (`* 503 Service
+/// Unavailable`; thirteen ordinary fixtures are such lists, two more are diffs).
+fn without_report_markers(line: &str) -> &str {
+    let mut rest = line;
+    loop {
+        let opening = rest.trim_start_matches(BLANKS);
+        let Some(after) = opening
+            .strip_prefix('>')
+            .or_else(|| opening.strip_prefix("Caused by:"))
+            .or_else(|| opening.strip_prefix("caused by:"))
+        else {
+            return rest;
+        };
+        if !has_text(after) {
+            return rest;
+        }
+        rest = after.trim_start_matches(BLANKS);
+    }
+}
+
 /// The labels the second reading takes off a line's start.
 const ERROR_LABELS: [&str; 3] = ["Error:", "ERROR:", "error:"];
 
@@ -210,6 +233,8 @@ fn worth_a_look(line: &str, full_stop: bool) -> bool {
                 | b'W'
                 | b'e'
                 | b'l'
+                | b'c'
+                | b'>'
         )
     ) || matches!(last, Some(b')' | b']'))
         || (full_stop && matches!(last, Some(&(b'.' | FULL_STOP_LAST_BYTE))))
@@ -271,7 +296,7 @@ fn unwrap_line(line: &str, unwrapping: Unwrapping, closes_text: bool) -> &str {
     if !worth_a_look(line, full_stop) {
         return line;
     }
-    let mut rest = line;
+    let mut rest = without_report_markers(line);
     if may_open_with_log_prefix(rest)
         && let Some(found) = log_prefix().and_then(|prefix| prefix.find(rest))
         && let Some(after) = rest.get(found.end()..)
@@ -450,6 +475,33 @@ mod tests {
     }
 
     #[test]
+    fn blockquote_markers_and_causes_come_off() {
+        for (wrapped, message) in [
+            ("> Connection error.", "Connection error."),
+            ("> > [ERROR] upstream 502", "upstream 502"),
+            (">Request timed out.", "Request timed out."),
+            (
+                "Caused by: java.net.SocketTimeoutException: timeout",
+                "java.net.SocketTimeoutException: timeout",
+            ),
+            ("  caused by: Overloaded", "Overloaded"),
+        ] {
+            assert_eq!(first(wrapped).as_deref(), Some(message), "{wrapped}");
+        }
+        // A list's bullet stays (lists name errors as often as they quote them), and so does a
+        // marker with nothing after it.
+        for text in [
+            "- 503 Service Unavailable",
+            "* 500 Internal Server Error",
+            ">",
+            "> ",
+            "Caused by:",
+        ] {
+            assert_eq!(first(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
     fn quotes_and_request_ids_come_off() {
         assert_eq!(
             first(r#""Request timed out.""#).as_deref(),
@@ -586,6 +638,9 @@ mod tests {
             "[12:00:00] WARN (42): ",
             "level=error ",
             "Jan  4 10:11:12 ",
+            "> ",
+            ">> Caused by: ",
+            "> ",
         ]);
         let closings = prop::sample::select(vec![
             "",
