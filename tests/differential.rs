@@ -395,6 +395,8 @@ const WRAPPINGS: &[(&str, &str)] = &[
     ("> ", ""),
     ("> Caused by: ", ""),
     ("- ", ""),
+    ("[my-agent] ", ""),
+    ("[Bug] ", ""),
 ];
 
 fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {

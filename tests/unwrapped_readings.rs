@@ -1,7 +1,8 @@
 //! Text that falls to the fallback as given is read again without the wrapping a logger, a
 //! quoting user or an HTTP client put around its lines (docs/evidence.md, "Wrapped lines: a
 //! second reading"): every real error of `fixtures/classify/` keeps its code under a log
-//! prefix, a blockquote marker, `Caused by: `, quotes, an `Error:` label, a trailing request
+//! prefix, a blockquote marker, `Caused by: `, a component's tag, quotes, an `Error:` label, a
+//! trailing request
 //! id, or a closing full stop added or taken off (all but a measured few, listed on failure);
 //! the cheap gate stays sound on every wrapped text, and a traced classification answers as an
 //! untraced one.
@@ -58,7 +59,7 @@ fn wrapped(evidence: &Value, wrap: fn(&str) -> String) -> Evidence {
 
 type Wrap = fn(&str) -> String;
 
-const WRAPS: [(&str, Wrap); 9] = [
+const WRAPS: [(&str, Wrap); 10] = [
     ("timestamp and level", |text| {
         format!("2026-03-04T10:11:12.345Z ERROR {text}")
     }),
@@ -67,6 +68,7 @@ const WRAPS: [(&str, Wrap); 9] = [
     ("Error label", |text| format!("Error: {text}")),
     ("blockquote", |text| format!("> {text}")),
     ("error chain's cause", |text| format!("Caused by: {text}")),
+    ("component tag", |text| format!("[my-agent] {text}")),
     ("quotes", |text| format!("\"{text}\"")),
     ("request id", |text| {
         format!("{text} (request id: req_011CAbc)")

@@ -12,7 +12,9 @@
 //!
 //! 1. a report's blockquote markers (`> `) and an error chain's `Caused by: ` at the line's
 //!    start, then a log prefix: a timestamp, a level, or a timestamp then a level (with the
-//!    logger's own fields around the level, as the formats above print them);
+//!    logger's own fields around the level, as the formats above print them), then a
+//!    component's tag in brackets (`[server] `; not an issue title's `[Bug]`, not a status code
+//!    such as `[resource_exhausted]`);
 //! 2. a request or trace id in parentheses or brackets at the line's end;
 //! 3. double or single quotes enclosing what is left;
 //! 4. in the second reading only, an `Error:` opening what is left (a wrapper's own label before
@@ -173,6 +175,83 @@ fn without_report_markers(line: &str) -> &str {
     }
 }
 
+/// A component's tag in brackets opening a line, as applications log it (`[server] `,
+/// `[openai] `, `[sdk-driver] `): a name without blanks.
+fn component_tag() -> Option<&'static Regex> {
+    static PATTERN: OnceLock<Option<Regex>> = OnceLock::new();
+    compiled(&PATTERN, || {
+        r"(?-u)^[ \t]*\[([A-Za-z][\w.:/@\-]{0,40})\](?:[ \t]*[:\-][ \t]*|[ \t]+)".to_owned()
+    })
+}
+
+/// The tags an issue's title opens with, which a component tag must not be (a title quoting an
+/// error is prose).
+const TITLE_TAGS: [&str; 16] = [
+    "bug",
+    "bugs",
+    "feature",
+    "feat",
+    "question",
+    "docs",
+    "doc",
+    "help",
+    "enhancement",
+    "proposal",
+    "rfc",
+    "wip",
+    "fix",
+    "issue",
+    "request",
+    "regression",
+];
+
+/// Levels that say a line is no failure, which a tag must not be either (see [`LEVEL`]).
+const QUIET_TAGS: [&str; 7] = ["info", "debug", "trace", "notice", "verbose", "i", "d"];
+
+/// gRPC's and Connect's status codes, which clients print in brackets before the message
+/// (`[resource_exhausted] Error`): the bracket holds the error's code, not a component's name.
+const STATUS_CODE_TAGS: [&str; 16] = [
+    "canceled",
+    "cancelled",
+    "unknown",
+    "invalid_argument",
+    "deadline_exceeded",
+    "not_found",
+    "already_exists",
+    "permission_denied",
+    "resource_exhausted",
+    "failed_precondition",
+    "aborted",
+    "out_of_range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "unauthenticated",
+];
+
+/// `line` without a component's tag opening it (see [`component_tag`]), unless the tag is one
+/// an issue's title opens with, a level that says the line is no failure, or a status code.
+fn without_component_tag(line: &str) -> &str {
+    if !line.trim_start_matches(BLANKS).starts_with('[') {
+        return line;
+    }
+    let Some(found) = component_tag().and_then(|tag| tag.captures(line)) else {
+        return line;
+    };
+    let (Some(whole), Some(name)) = (found.get(0), found.get(1)) else {
+        return line;
+    };
+    let not_a_component = TITLE_TAGS
+        .iter()
+        .chain(&QUIET_TAGS)
+        .chain(&STATUS_CODE_TAGS)
+        .any(|tag| tag.eq_ignore_ascii_case(name.as_str()));
+    match line.get(whole.end()..) {
+        Some(after) if !not_a_component && has_text(after) => after,
+        _ => line,
+    }
+}
+
 /// The labels the second reading takes off a line's start.
 const ERROR_LABELS: [&str; 3] = ["Error:", "ERROR:", "error:"];
 
@@ -309,6 +388,7 @@ fn unwrap_line(line: &str, unwrapping: Unwrapping, closes_text: bool) -> &str {
         }
         rest = after;
     }
+    rest = without_component_tag(rest);
     if may_close_with_request_id(rest)
         && let Some(found) = request_id_suffix().and_then(|suffix| suffix.find(rest))
         && let Some(before) = rest.get(..found.start())
@@ -502,6 +582,32 @@ mod tests {
     }
 
     #[test]
+    fn component_tags_come_off_but_titles_codes_and_quiet_levels_stay() {
+        for (tagged, message) in [
+            ("[server] Connection error.", "Connection error."),
+            (
+                "[2026-03-04 10:11:12] [sdk-driver] error: overloaded",
+                "error: overloaded",
+            ),
+            ("[openai]: Request timed out.", "Request timed out."),
+        ] {
+            assert_eq!(first(tagged).as_deref(), Some(message), "{tagged}");
+        }
+        for text in [
+            "[Bug] Connection error",
+            "[FEATURE] Retry on 429",
+            "[info] connection closed",
+            "[resource_exhausted] Error",
+            "[permission_denied] permission denied",
+            "[x]",
+            "[ ] handle timeouts",
+            "[the docs](https://example.com) say: Connection error",
+        ] {
+            assert_eq!(first(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
     fn quotes_and_request_ids_come_off() {
         assert_eq!(
             first(r#""Request timed out.""#).as_deref(),
@@ -641,6 +747,9 @@ mod tests {
             "> ",
             ">> Caused by: ",
             "> ",
+            "[my-agent] ",
+            "[Bug] ",
+            "[2026-03-04 10:11:12] [openai]: ",
         ]);
         let closings = prop::sample::select(vec![
             "",
