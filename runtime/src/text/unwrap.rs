@@ -38,12 +38,12 @@ use regex::Regex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Unwrapping {
-    /// Log prefixes, trailing request ids and enclosing quotes.
+    /// Blockquote markers, `Caused by: `, log prefixes, component tags, trailing request ids
+    /// and enclosing quotes.
     LogWrapping,
     /// Those, and an `Error:` label opening the line.
     LogWrappingAndErrorLabel,
-    /// Log prefixes, trailing request ids and enclosing quotes, and a full stop closing the
-    /// line.
+    /// Those of [`Unwrapping::LogWrapping`], and a full stop closing the text's last line.
     LogWrappingAndFullStop,
 }
 
@@ -60,13 +60,13 @@ impl std::fmt::Display for Unwrapping {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Unwrapping::LogWrapping => {
-                "log prefixes, enclosing quotes and trailing request ids taken off each line"
+                "log prefixes and tags, blockquote markers, enclosing quotes and trailing request ids taken off each line"
             }
             Unwrapping::LogWrappingAndErrorLabel => {
-                "log prefixes, enclosing quotes, trailing request ids and an opening `Error:` taken off each line"
+                "log prefixes and tags, blockquote markers, enclosing quotes, trailing request ids and an opening `Error:` taken off each line"
             }
             Unwrapping::LogWrappingAndFullStop => {
-                "log prefixes, enclosing quotes, trailing request ids and a closing full stop taken off each line"
+                "log prefixes and tags, blockquote markers, enclosing quotes, trailing request ids and the closing full stop taken off"
             }
         })
     }
