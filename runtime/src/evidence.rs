@@ -161,12 +161,12 @@ impl Evidence {
 
     /// This evidence with its text read again under `unwrapping`: each line of `stderr` and
     /// `stdout`, as a terminal shows it, without the wrapping a logger, a quoting user or an HTTP
-    /// client put around it (a timestamp and level, enclosing quotes, a trailing request id; see
-    /// [`Unwrapping`]). `None` when no line carries such wrapping, when the text is longer than
+    /// client put around it (a timestamp and level, a component's tag, a blockquote marker,
+    /// enclosing quotes, a trailing request id; see [`Unwrapping`]). `None` when no line carries such wrapping, when the text is longer than
     /// the text rules read ([`crate::MAX_MATCHED_BYTES`]), or, for
     /// [`Unwrapping::LogWrappingAndErrorLabel`], when no line holds an `Error:` label, and for
-    /// [`Unwrapping::LogWrappingAndFullStop`], when no line ends with a full stop (the reading
-    /// would be the first one again). Classification reads it when the
+    /// [`Unwrapping::LogWrappingAndFullStop`], when the text cannot end with a full stop (the
+    /// reading would be the first one again). Classification reads it when the
     /// text as given falls to a low-confidence rule ([`crate::Bundle::classify`]).
     pub fn unwrapped(&self, unwrapping: Unwrapping) -> Option<Evidence> {
         if self.text_len() > crate::MAX_MATCHED_BYTES {
@@ -185,7 +185,7 @@ impl Evidence {
             && !holds(&self.stderr, crate::text::may_hold_closing_full_stop)
             && !holds(&self.stdout, crate::text::may_hold_closing_full_stop)
         {
-            // No line ends with a full stop: the reading would be the first one again.
+            // The text cannot end with a full stop: the reading would be the first one again.
             return None;
         }
         let read = |field: &Option<String>| {
