@@ -2,7 +2,8 @@
 //! mutations of them, token soups built from the catalogue's own words, random text, and random
 //! structured fields, response headers and error bodies (given, or printed into the text for
 //! the runtime to lift) built from the catalogue's own header and body guards, and examples
-//! under log prefixes, quotes and request ids (which the runtime reads again without). At least
+//! under log prefixes, quotes, request ids and JSON log records (which the runtime reads again
+//! without). At least
 //! 100,000 generated inputs per run. On every one, the cheap gate (`Bundle::may_classify`) is
 //! sound: when it rejects, the winner is low-confidence.
 
@@ -397,6 +398,12 @@ const WRAPPINGS: &[(&str, &str)] = &[
     ("- ", ""),
     ("[my-agent] ", ""),
     ("[Bug] ", ""),
+    // A structured logger's record (a text without quotes or line breaks stays valid JSON).
+    ("{\"level\":\"error\",\"msg\":\"", "\"}"),
+    (
+        "{\"time\":\"2026-03-04T10:11:12Z\",\"log\":\"",
+        "\\n\",\"stream\":\"stderr\"}",
+    ),
 ];
 
 fn evidence(engines: &'static Engines) -> impl Strategy<Value = Evidence> {

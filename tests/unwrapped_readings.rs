@@ -2,8 +2,8 @@
 //! quoting user or an HTTP client put around its lines (docs/evidence.md, "Wrapped lines: a
 //! second reading"): every real error of `fixtures/classify/` keeps its code under a log
 //! prefix, a blockquote marker, `Caused by: `, a component's tag, quotes, an `Error:` label, a
-//! trailing request
-//! id, or a closing full stop added or taken off (all but a measured few, listed on failure);
+//! trailing request id, inside a structured logger's JSON record, or with a closing full stop
+//! added or taken off (all but a measured few, listed on failure);
 //! the cheap gate stays sound on every wrapped text, and a traced classification answers as an
 //! untraced one.
 
@@ -59,7 +59,7 @@ fn wrapped(evidence: &Value, wrap: fn(&str) -> String) -> Evidence {
 
 type Wrap = fn(&str) -> String;
 
-const WRAPS: [(&str, Wrap); 10] = [
+const WRAPS: [(&str, Wrap); 11] = [
     ("timestamp and level", |text| {
         format!("2026-03-04T10:11:12.345Z ERROR {text}")
     }),
@@ -72,6 +72,11 @@ const WRAPS: [(&str, Wrap); 10] = [
     ("quotes", |text| format!("\"{text}\"")),
     ("request id", |text| {
         format!("{text} (request id: req_011CAbc)")
+    }),
+    // A structured logger's record: the message escaped inside JSON (the fourth reading).
+    ("JSON log record", |text| {
+        let message = serde_json::to_string(text).unwrap();
+        format!(r#"{{"level":"error","time":"2026-03-04T10:11:12Z","msg":{message}}}"#)
     }),
     // A full stop where the source printed none, or none where it printed one: the third
     // reading takes one off, and rules accept a message's last word at a line's end.
@@ -156,6 +161,27 @@ fn a_reading_is_used_only_when_the_text_as_given_falls_to_the_fallback() {
     assert_eq!(classification.rule, "gateway.envoy_upstream.v1");
     assert_eq!(trace.unwrapped(), Some(Unwrapping::LogWrappingAndFullStop));
     assert_eq!(classification.excerpt, "no healthy upstream");
+
+    // A structured logger's record: the fourth reading reads its message.
+    let record = Evidence::new().with_stderr(
+        r#"{"level":"error","time":"2026-03-04T10:11:12Z","msg":"upstream call failed","error":"Upstream idle timeout exceeded"}"#,
+    );
+    let (classification, trace) =
+        bundle.classify_traced(&record, std::time::SystemTime::UNIX_EPOCH);
+    assert_eq!(classification.rule, "gateway.upstream_timeout.v1");
+    assert_eq!(trace.unwrapped(), Some(Unwrapping::JsonLogMessage));
+    // The excerpt is the reading's text: the record's message and error, unescaped.
+    assert_eq!(
+        classification.excerpt,
+        "upstream call failed\nUpstream idle timeout exceeded"
+    );
+    assert!(bundle.may_classify(&record));
+    // An informational record is not read so.
+    let quiet = Evidence::new().with_stderr(
+        r#"{"level":"info","time":"2026-03-04T10:11:12Z","msg":"Upstream idle timeout exceeded"}"#,
+    );
+    assert_eq!(quiet.unwrapped(Unwrapping::JsonLogMessage), None);
+    assert_eq!(bundle.classify(&quiet).confidence, Confidence::Low);
 
     // A line of prose keeps the full stop that ends its last sentence.
     let prose = Evidence::new()

@@ -159,6 +159,14 @@ impl Evidence {
         self.headers.as_ref().and_then(|headers| headers.get(name))
     }
 
+    /// Whether a line of the text may be a structured log record ([`Unwrapping::JsonLogMessage`]):
+    /// cheap, and never `false` when that reading exists.
+    pub(crate) fn may_hold_json_log(&self) -> bool {
+        let holds =
+            |field: &Option<String>| field.as_deref().is_some_and(crate::text::may_hold_json_log);
+        self.text_len() <= crate::MAX_MATCHED_BYTES && (holds(&self.stderr) || holds(&self.stdout))
+    }
+
     /// This evidence with its text read again under `unwrapping`: each line of `stderr` and
     /// `stdout`, as a terminal shows it, without the wrapping a logger, a quoting user or an HTTP
     /// client put around it (a timestamp and level, a component's tag, a blockquote marker,
@@ -166,7 +174,8 @@ impl Evidence {
     /// the text rules read ([`crate::MAX_MATCHED_BYTES`]), or, for
     /// [`Unwrapping::LogWrappingAndErrorLabel`], when no line holds an `Error:` label, and for
     /// [`Unwrapping::LogWrappingAndFullStop`], when the text cannot end with a full stop (the
-    /// reading would be the first one again). Classification reads it when the
+    /// reading would be the first one again), and for [`Unwrapping::JsonLogMessage`], when no
+    /// line is a structured log record. Classification reads it when the
     /// text as given falls to a low-confidence rule ([`crate::Bundle::classify`]).
     pub fn unwrapped(&self, unwrapping: Unwrapping) -> Option<Evidence> {
         if self.text_len() > crate::MAX_MATCHED_BYTES {
@@ -179,6 +188,9 @@ impl Evidence {
             && !holds(&self.stdout, crate::text::may_hold_error_label)
         {
             // No line can open with a label: the reading would be the first one again.
+            return None;
+        }
+        if unwrapping == Unwrapping::JsonLogMessage && !self.may_hold_json_log() {
             return None;
         }
         if unwrapping == Unwrapping::LogWrappingAndFullStop

@@ -23,8 +23,10 @@ use crate::evidence::Evidence;
 use crate::sanitize::{self, MAX_EXCERPT_BYTES};
 use crate::vocab::TextView;
 
+mod json_log;
 mod terminal;
 mod unwrap;
+pub(crate) use json_log::may_hold_json_log;
 pub(crate) use terminal::shown;
 pub use unwrap::Unwrapping;
 pub(crate) use unwrap::{may_hold_closing_full_stop, may_hold_error_label, unwrapped};

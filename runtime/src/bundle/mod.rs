@@ -265,14 +265,23 @@ impl Bundle {
         if self.engine.may_classify(&self.model, evidence) {
             return true;
         }
+        // A reading that unescapes JSON log records may hold a literal the text does not.
+        if evidence.may_hold_json_log()
+            && evidence
+                .unwrapped(crate::Unwrapping::JsonLogMessage)
+                .is_some_and(|reading| self.engine.may_classify(&self.model, &reading))
+        {
+            return true;
+        }
         // An unwrapped reading only cuts each line down, so a literal it holds that the text
         // as given does not must span a line break; when no literal holds one (the usual
         // case), the readings need no look of their own.
         self.engine.literals_span_lines()
             && crate::Unwrapping::ALL.iter().any(|unwrapping| {
-                evidence
-                    .unwrapped(*unwrapping)
-                    .is_some_and(|reading| self.engine.may_classify(&self.model, &reading))
+                !unwrapping.rewrites_text()
+                    && evidence
+                        .unwrapped(*unwrapping)
+                        .is_some_and(|reading| self.engine.may_classify(&self.model, &reading))
             })
     }
 
@@ -315,13 +324,20 @@ impl Bundle {
         // A reading only cuts the text's lines down: when no rule above low confidence got
         // past the prefilter on the text as given, none can on a reading, unless a literal
         // holds a line break (see `may_classify`). Most ordinary text ends here.
-        let no_reading_can_win = !first.above_low_admitted && !self.engine.literals_span_lines();
-        if classification.confidence != crate::Confidence::Low || no_reading_can_win {
+        // A reading that rewrites text (unescaping JSON log records) may hold literals the
+        // text does not, and is tried whenever it exists.
+        let cut_down_can_win = first.above_low_admitted || self.engine.literals_span_lines();
+        if classification.confidence != crate::Confidence::Low
+            || !(cut_down_can_win || evidence.may_hold_json_log())
+        {
             return (classification, winner, None);
         }
         // Readings already walked or refused by the gate: two readings may cut a text alike.
         let mut tried: Vec<crate::Evidence> = Vec::new();
         for unwrapping in crate::Unwrapping::ALL {
+            if !cut_down_can_win && !unwrapping.rewrites_text() {
+                continue;
+            }
             let Some(reading) = evidence.unwrapped(unwrapping) else {
                 continue;
             };

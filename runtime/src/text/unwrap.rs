@@ -25,10 +25,15 @@
 //!    prose, whose full stop ends a sentence that may quote an error: issue titles and reports
 //!    read so).
 //!
-//! Each line of a reading is a contiguous part of the line it was read from, never moved or
-//! rewritten, and a line keeps its wrapping when nothing but white space would be left of it.
-//! So a reading holds no text the original does not hold, except across a line break: the
-//! prefilter's soundness argument (`Bundle::may_classify`) rests on this.
+//! A fourth reading first replaces each structured log record (a JSON object per line) by its
+//! message and error values, unescaped (`super::json_log`), then takes the first reading's
+//! wrapping off those lines.
+//!
+//! In the first three readings, each line is a contiguous part of the line it was read from,
+//! never moved or rewritten, and a line keeps its wrapping when nothing but white space would be
+//! left of it. So such a reading holds no text the original does not hold, except across a line
+//! break: the prefilter's soundness argument (`Bundle::may_classify`) rests on this. The fourth
+//! rewrites text, and the gate looks at it itself ([`Unwrapping::rewrites_text`]).
 
 use std::sync::OnceLock;
 
@@ -45,15 +50,26 @@ pub enum Unwrapping {
     LogWrappingAndErrorLabel,
     /// Those of [`Unwrapping::LogWrapping`], and a full stop closing the text's last line.
     LogWrappingAndFullStop,
+    /// Each structured log record (a line that is one JSON object with a level or a time)
+    /// replaced by its message and error values, unescaped, one per line; then those of
+    /// [`Unwrapping::LogWrapping`].
+    JsonLogMessage,
 }
 
 impl Unwrapping {
     /// The readings in the order classification tries them.
-    pub const ALL: [Unwrapping; 3] = [
+    pub const ALL: [Unwrapping; 4] = [
         Unwrapping::LogWrapping,
         Unwrapping::LogWrappingAndErrorLabel,
         Unwrapping::LogWrappingAndFullStop,
+        Unwrapping::JsonLogMessage,
     ];
+
+    /// Whether the reading may hold text the original does not (it unescapes); every other
+    /// reading only cuts lines down, which the prefilter's gate relies on.
+    pub(crate) fn rewrites_text(self) -> bool {
+        self == Unwrapping::JsonLogMessage
+    }
 }
 
 impl std::fmt::Display for Unwrapping {
@@ -67,6 +83,9 @@ impl std::fmt::Display for Unwrapping {
             }
             Unwrapping::LogWrappingAndFullStop => {
                 "log prefixes and tags, blockquote markers, enclosing quotes, trailing request ids and the closing full stop taken off"
+            }
+            Unwrapping::JsonLogMessage => {
+                "each JSON log record read as its message and error, then log prefixes and tags, blockquote markers, enclosing quotes and trailing request ids taken off each line"
             }
         })
     }
@@ -454,6 +473,10 @@ fn between_enclosing_quotes(text: &str) -> Option<&str> {
 /// `text` with every line's wrapping taken off (see the module documentation); `None` when no
 /// line has any.
 pub(crate) fn unwrapped(text: &str, unwrapping: Unwrapping) -> Option<String> {
+    if unwrapping == Unwrapping::JsonLogMessage {
+        let read = super::json_log::messages(text)?;
+        return Some(unwrapped(&read, Unwrapping::LogWrapping).unwrap_or(read));
+    }
     // Quotes enclosing several lines (a message pasted into a report whole) come off first:
     // the opening one at the first line's start, the closing one at the last line's end.
     let unquoted = between_enclosing_quotes(text);
