@@ -59,7 +59,7 @@ fn wrapped(evidence: &Value, wrap: fn(&str) -> String) -> Evidence {
 
 type Wrap = fn(&str) -> String;
 
-const WRAPS: [(&str, Wrap); 11] = [
+const WRAPS: [(&str, Wrap); 15] = [
     ("timestamp and level", |text| {
         format!("2026-03-04T10:11:12.345Z ERROR {text}")
     }),
@@ -70,6 +70,18 @@ const WRAPS: [(&str, Wrap); 11] = [
     ("error chain's cause", |text| format!("Caused by: {text}")),
     ("component tag", |text| format!("[my-agent] {text}")),
     ("quotes", |text| format!("\"{text}\"")),
+    // Copied from an agent's terminal: a status mark, or a box around every line.
+    ("Claude Code's tool-call branch", |text| {
+        format!("  ⎿  {text}")
+    }),
+    ("Gemini CLI's cross", |text| format!("✕ {text}")),
+    ("box borders", |text| {
+        text.split('\n')
+            .map(|line| format!("│ {line} │"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }),
+    ("program's name", |text| format!("mytool: {text}")),
     ("request id", |text| {
         format!("{text} (request id: req_011CAbc)")
     }),
@@ -152,6 +164,12 @@ fn a_reading_is_used_only_when_the_text_as_given_falls_to_the_fallback() {
     assert_eq!(classification.code, "timeout", "{classification:?}");
     assert_eq!(trace.unwrapped(), Some(Unwrapping::LogWrapping));
     assert_eq!(classification.rule, "gateway.upstream_timeout.v1");
+
+    // A terminal's mark comes off alone first, so that what lies behind it is read as printed.
+    let drawn = Evidence::new().with_stderr("  ⎿  Upstream idle timeout exceeded");
+    let (classification, trace) = bundle.classify_traced(&drawn, std::time::SystemTime::UNIX_EPOCH);
+    assert_eq!(classification.rule, "gateway.upstream_timeout.v1");
+    assert_eq!(trace.unwrapped(), Some(Unwrapping::TerminalDrawing));
     assert_eq!(classification.excerpt, "Upstream idle timeout exceeded");
 
     // A full stop its source does not print: the third reading takes it off.

@@ -169,7 +169,7 @@ impl Evidence {
 
     /// This evidence with its text read again under `unwrapping`: each line of `stderr` and
     /// `stdout`, as a terminal shows it, without the wrapping a logger, a quoting user or an HTTP
-    /// client put around it (a timestamp and level, a component's tag, a blockquote marker,
+    /// client put around it (an agent's terminal marks, a timestamp and level, a component's tag, a program's name, a blockquote marker,
     /// enclosing quotes, a trailing request id; see [`Unwrapping`]). `None` when no line carries such wrapping, when the text is longer than
     /// the text rules read ([`crate::MAX_MATCHED_BYTES`]), or, for
     /// [`Unwrapping::LogWrappingAndErrorLabel`], when no line holds an `Error:` label, and for

@@ -6,9 +6,9 @@
 //! `{"level":"error","ts":…,"msg":"request failed","error":"API Error: 529 {\"type\":…}"}`. Its
 //! line breaks are `\n`, its quotes `\"`, and what a rule anchors to the start of a line sits
 //! behind the record's own keys. Measured on the classification fixtures, one real error in six
-//! that the catalogue reads fell to the fallback once logged as such a record. The fourth
+//! that the catalogue reads fell to the fallback once logged as such a record. The last
 //! reading ([`super::Unwrapping::JsonLogMessage`]) replaces each record by its message and
-//! error values, unescaped, one per line, then takes the first reading's wrapping off them.
+//! error values, unescaped, one per line, then takes the log wrapping off them.
 //!
 //! A line is a record when it is one JSON object (nothing else on the line) with a message (a
 //! string under `msg`, `message`, `event`, `log` or `textPayload`) and a level or a time under

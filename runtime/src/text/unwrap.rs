@@ -8,43 +8,60 @@
 //! `tracing` `… ERROR codex_core::client: …`), inside the quotes of a log message or an issue
 //! report, or followed by the request id a client appends. Measured on the classification
 //! fixtures, each such wrapping sent 3–7% of the real errors the catalogue reads to the
-//! fallback. A reading removes it, line by line:
+//! fallback. So does what an agent's terminal interface draws around a message that a user
+//! copies into a report (Claude Code's `⎿`, Gemini CLI's `✕`, a box's borders), and a program's
+//! name labelling the line. A reading removes it, line by line:
 //!
-//! 1. a report's blockquote markers (`> `) and an error chain's `Caused by: ` at the line's
-//!    start, then a log prefix: a timestamp, a level, or a timestamp then a level (with the
-//!    logger's own fields around the level, as the formats above print them), then a
-//!    component's tag in brackets (`[server] `; not an issue title's `[Bug]`, not a status code
-//!    such as `[resource_exhausted]`);
-//! 2. a request or trace id in parentheses or brackets at the line's end;
-//! 3. double or single quotes enclosing what is left;
-//! 4. in the second reading only, an `Error:` opening what is left (a wrapper's own label before
-//!    a message that has its own);
-//! 5. in the third reading only, and on the text's last line with text only, a full stop
-//!    closing what is left, before and inside the quotes (a message ends with one or not as the
-//!    hand that wrote or wrapped it chose), unless the line ends a sentence before (a line of
-//!    prose, whose full stop ends a sentence that may quote an error: issue titles and reports
-//!    read so).
+//! 1. a box's borders and one status mark (`drawing::TERMINAL_MARKS`); the first reading
+//!    ([`Unwrapping::TerminalDrawing`]) takes off only these, so that a rule written against a
+//!    log line or label behind the mark still reads it;
+//! 2. then, in every later reading, a report's blockquote markers (`> `) and an error chain's
+//!    `Caused by: ` at the line's start, then a log prefix: a timestamp, a level, or a timestamp
+//!    then a level (with the logger's own fields around the level, as the formats above print
+//!    them), then a component's tag in brackets (`[server] `; not an issue title's `[Bug]`, not a
+//!    status code such as `[resource_exhausted]`), then, on the text's first line with text, a
+//!    program's name labelling it (`mytool: `; not a word prose opens with, `bug: `, `FYI: `);
+//! 3. a request or trace id in parentheses or brackets at the line's end;
+//! 4. double or single quotes enclosing what is left;
+//! 5. in [`Unwrapping::LogWrappingAndErrorLabel`] only, an `Error:` opening what is left (a
+//!    wrapper's own label before a message that has its own);
+//! 6. in [`Unwrapping::LogWrappingAndFullStop`] only, and on the text's last line with text only,
+//!    a full stop closing what is left, before and inside the quotes (a message ends with one or
+//!    not as the hand that wrote or wrapped it chose), unless the line ends a sentence before (a
+//!    line of prose, whose full stop ends a sentence that may quote an error: issue titles and
+//!    reports read so).
 //!
-//! A fourth reading first replaces each structured log record (a JSON object per line) by its
-//! message and error values, unescaped (`super::json_log`), then takes the first reading's
-//! wrapping off those lines.
+//! The last reading ([`Unwrapping::JsonLogMessage`]) first replaces each structured log record (a
+//! JSON object per line) by its message and error values, unescaped (`super::json_log`), then
+//! takes the log wrapping, but not the terminal's drawing, off those lines.
 //!
-//! In the first three readings, each line is a contiguous part of the line it was read from,
-//! never moved or rewritten, and a line keeps its wrapping when nothing but white space would be
-//! left of it. So such a reading holds no text the original does not hold, except across a line
-//! break: the prefilter's soundness argument (`Bundle::may_classify`) rests on this. The fourth
+//! In every other reading, each line is a contiguous part of the line it was read from, never
+//! moved or rewritten, and a line keeps its wrapping when nothing but white space would be left
+//! of it. So such a reading holds no text the original does not hold, except across a line
+//! break: the prefilter's soundness argument (`Bundle::may_classify`) rests on this. The last
 //! rewrites text, and the gate looks at it itself ([`Unwrapping::rewrites_text`]).
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 
+mod drawing;
+mod labels;
+
+use drawing::{may_open_terminal_mark, without_terminal_marks};
+pub(crate) use labels::may_hold_error_label;
+use labels::{ERROR_LABELS, after_program_label, opens_with_key, without_component_tag};
+
 /// Which wrapping a reading of evidence text takes off ([`crate::Evidence::unwrapped`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Unwrapping {
-    /// Blockquote markers, `Caused by: `, log prefixes, component tags, trailing request ids
-    /// and enclosing quotes.
+    /// What an agent's terminal interface draws around a message: a box's borders and a status
+    /// mark opening the line (`⎿`, `✕`, `■`…). Tried before the others, so that a rule written
+    /// against a log line or a label the mark sits before still reads it.
+    TerminalDrawing,
+    /// Those, blockquote markers, `Caused by: `, log prefixes, component tags, a program's name
+    /// labelling the text's first line (`mytool: `), trailing request ids and enclosing quotes.
     LogWrapping,
     /// Those, and an `Error:` label opening the line.
     LogWrappingAndErrorLabel,
@@ -52,13 +69,15 @@ pub enum Unwrapping {
     LogWrappingAndFullStop,
     /// Each structured log record (a line that is one JSON object with a level or a time)
     /// replaced by its message and error values, unescaped, one per line; then those of
-    /// [`Unwrapping::LogWrapping`].
+    /// [`Unwrapping::LogWrapping`] but the terminal's drawing (a mark in a record is part of
+    /// what the program logged).
     JsonLogMessage,
 }
 
 impl Unwrapping {
     /// The readings in the order classification tries them.
-    pub const ALL: [Unwrapping; 4] = [
+    pub const ALL: [Unwrapping; 5] = [
+        Unwrapping::TerminalDrawing,
         Unwrapping::LogWrapping,
         Unwrapping::LogWrappingAndErrorLabel,
         Unwrapping::LogWrappingAndFullStop,
@@ -70,22 +89,71 @@ impl Unwrapping {
     pub(crate) fn rewrites_text(self) -> bool {
         self == Unwrapping::JsonLogMessage
     }
+
+    /// What this reading takes off each line (of the records' messages, for
+    /// [`Unwrapping::JsonLogMessage`]).
+    fn cuts(self) -> Cuts {
+        let log_wrapping = Cuts {
+            terminal_drawing: true,
+            log_wrapping: true,
+            error_label: false,
+            full_stop: false,
+        };
+        match self {
+            Unwrapping::TerminalDrawing => Cuts {
+                log_wrapping: false,
+                ..log_wrapping
+            },
+            Unwrapping::LogWrapping => log_wrapping,
+            Unwrapping::LogWrappingAndErrorLabel => Cuts {
+                error_label: true,
+                ..log_wrapping
+            },
+            Unwrapping::LogWrappingAndFullStop => Cuts {
+                full_stop: true,
+                ..log_wrapping
+            },
+            // A record's message is what its program logged, not what a terminal drew: a
+            // mark there is part of the message (an agent's own output, logged whole).
+            Unwrapping::JsonLogMessage => Cuts {
+                terminal_drawing: false,
+                ..log_wrapping
+            },
+        }
+    }
+}
+
+/// The kinds of wrapping a reading takes off each line.
+#[derive(Clone, Copy)]
+struct Cuts {
+    /// A box's borders and a status mark ([`without_terminal_marks`]).
+    terminal_drawing: bool,
+    /// Report markers, log prefixes, component tags, a program's name on the first line,
+    /// request ids and enclosing quotes.
+    log_wrapping: bool,
+    /// An `Error:` label opening what is left.
+    error_label: bool,
+    /// A full stop closing the text's last line with text.
+    full_stop: bool,
 }
 
 impl std::fmt::Display for Unwrapping {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Unwrapping::TerminalDrawing => {
+                "a terminal's box borders and status marks taken off each line"
+            }
             Unwrapping::LogWrapping => {
-                "log prefixes and tags, blockquote markers, enclosing quotes and trailing request ids taken off each line"
+                "terminal marks, log prefixes and tags, a program's name, blockquote markers, enclosing quotes and trailing request ids taken off each line"
             }
             Unwrapping::LogWrappingAndErrorLabel => {
-                "log prefixes and tags, blockquote markers, enclosing quotes, trailing request ids and an opening `Error:` taken off each line"
+                "terminal marks, log prefixes and tags, a program's name, blockquote markers, enclosing quotes, trailing request ids and an opening `Error:` taken off each line"
             }
             Unwrapping::LogWrappingAndFullStop => {
-                "log prefixes and tags, blockquote markers, enclosing quotes, trailing request ids and the closing full stop taken off"
+                "terminal marks, log prefixes and tags, a program's name, blockquote markers, enclosing quotes, trailing request ids and the closing full stop taken off"
             }
             Unwrapping::JsonLogMessage => {
-                "each JSON log record read as its message and error, then log prefixes and tags, blockquote markers, enclosing quotes and trailing request ids taken off each line"
+                "each JSON log record read as its message and error, then log prefixes and tags, a program's name, blockquote markers, enclosing quotes and trailing request ids taken off each line"
             }
         })
     }
@@ -194,100 +262,6 @@ fn without_report_markers(line: &str) -> &str {
     }
 }
 
-/// A component's tag in brackets opening a line, as applications log it (`[server] `,
-/// `[openai] `, `[sdk-driver] `): a name without blanks.
-fn component_tag() -> Option<&'static Regex> {
-    static PATTERN: OnceLock<Option<Regex>> = OnceLock::new();
-    compiled(&PATTERN, || {
-        r"(?-u)^[ \t]*\[([A-Za-z][\w.:/@\-]{0,40})\](?:[ \t]*[:\-][ \t]*|[ \t]+)".to_owned()
-    })
-}
-
-/// The tags an issue's title opens with, which a component tag must not be (a title quoting an
-/// error is prose).
-const TITLE_TAGS: [&str; 16] = [
-    "bug",
-    "bugs",
-    "feature",
-    "feat",
-    "question",
-    "docs",
-    "doc",
-    "help",
-    "enhancement",
-    "proposal",
-    "rfc",
-    "wip",
-    "fix",
-    "issue",
-    "request",
-    "regression",
-];
-
-/// Levels that say a line is no failure, which a tag must not be either (see [`LEVEL`]).
-const QUIET_TAGS: [&str; 7] = ["info", "debug", "trace", "notice", "verbose", "i", "d"];
-
-/// gRPC's and Connect's status codes, which clients print in brackets before the message
-/// (`[resource_exhausted] Error`): the bracket holds the error's code, not a component's name.
-const STATUS_CODE_TAGS: [&str; 16] = [
-    "canceled",
-    "cancelled",
-    "unknown",
-    "invalid_argument",
-    "deadline_exceeded",
-    "not_found",
-    "already_exists",
-    "permission_denied",
-    "resource_exhausted",
-    "failed_precondition",
-    "aborted",
-    "out_of_range",
-    "unimplemented",
-    "internal",
-    "unavailable",
-    "unauthenticated",
-];
-
-/// `line` without a component's tag opening it (see [`component_tag`]), unless the tag is one
-/// an issue's title opens with, a level that says the line is no failure, or a status code.
-fn without_component_tag(line: &str) -> &str {
-    if !line.trim_start_matches(BLANKS).starts_with('[') {
-        return line;
-    }
-    let Some(found) = component_tag().and_then(|tag| tag.captures(line)) else {
-        return line;
-    };
-    let (Some(whole), Some(name)) = (found.get(0), found.get(1)) else {
-        return line;
-    };
-    let not_a_component = TITLE_TAGS
-        .iter()
-        .chain(&QUIET_TAGS)
-        .chain(&STATUS_CODE_TAGS)
-        .any(|tag| tag.eq_ignore_ascii_case(name.as_str()));
-    match line.get(whole.end()..) {
-        Some(after) if !not_a_component && has_text(after) => after,
-        _ => line,
-    }
-}
-
-/// The labels the second reading takes off a line's start.
-const ERROR_LABELS: [&str; 3] = ["Error:", "ERROR:", "error:"];
-
-/// Whether some line of `text` could open with an error label: a cheap look for the label's
-/// tail anywhere, so that text without one is scanned once, not twice.
-pub(crate) fn may_hold_error_label(text: &str) -> bool {
-    // Built once: a searcher's set-up costs more than searching a short text.
-    static FINDERS: OnceLock<[memchr::memmem::Finder<'static>; 2]> = OnceLock::new();
-    let [lower, upper] = FINDERS.get_or_init(|| {
-        [
-            memchr::memmem::Finder::new(b"rror:"),
-            memchr::memmem::Finder::new(b"RROR:"),
-        ]
-    });
-    lower.find(text.as_bytes()).is_some() || upper.find(text.as_bytes()).is_some()
-}
-
 /// Whether `text` could end with a full stop under its wrapping (a closing quote or request id
 /// may follow it), so that the third reading could differ from the first: a look at its last
 /// character.
@@ -301,9 +275,9 @@ fn has_text(part: &str) -> bool {
 }
 
 /// Whether `line` could carry wrapping at all: its first byte other than a blank could open a
-/// log prefix, a quote or a label, or its last could close a request id. Most lines of prose
+/// log prefix, a quote, a label or a terminal's mark, or its last could close a request id. Most lines of prose
 /// and code fail this on two bytes.
-fn worth_a_look(line: &str, full_stop: bool) -> bool {
+fn worth_a_look(line: &str, full_stop: bool, labels: bool) -> bool {
     let bytes = line.as_bytes();
     let blank = |byte: &&u8| **byte == b' ' || **byte == b'\t';
     let first = bytes.iter().find(|byte| !blank(byte));
@@ -334,7 +308,9 @@ fn worth_a_look(line: &str, full_stop: bool) -> bool {
                 | b'c'
                 | b'>'
         )
-    ) || matches!(last, Some(b')' | b']'))
+    ) || first.is_some_and(|byte| {
+        may_open_terminal_mark(*byte) || (labels && (byte.is_ascii_lowercase() || *byte == b'@'))
+    }) || matches!(last, Some(b')' | b']'))
         || (full_stop && matches!(last, Some(&(b'.' | FULL_STOP_LAST_BYTE))))
 }
 
@@ -386,15 +362,30 @@ fn may_close_with_request_id(line: &str) -> bool {
             .is_some_and(|byte| matches!(byte.to_ascii_lowercase(), b'r' | b't' | b'x'))
 }
 
-/// What is left of one line (without its line break) under `unwrapping`: a contiguous part of it.
-/// `closes_text` says whether it is the text's last line with text, the one whose full stop
-/// the third reading takes off.
-fn unwrap_line(line: &str, unwrapping: Unwrapping, closes_text: bool) -> &str {
-    let full_stop = closes_text && unwrapping == Unwrapping::LogWrappingAndFullStop;
-    if !worth_a_look(line, full_stop) {
+/// What is left of one line (without its line break) under `cuts`: a contiguous part of it.
+/// `opens_text` says whether it is the text's first line with text, the one a program's name
+/// labels; `closes_text` whether it is the last, the one whose full stop the third reading takes
+/// off.
+fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &str {
+    let full_stop = closes_text && cuts.full_stop;
+    if !cuts.log_wrapping {
+        let first = line.bytes().find(|byte| !matches!(byte, b' ' | b'\t'));
+        return match first {
+            Some(byte) if cuts.terminal_drawing && may_open_terminal_mark(byte) => {
+                without_terminal_marks(line)
+            }
+            _ => line,
+        };
+    }
+    if !worth_a_look(line, full_stop, opens_text) {
         return line;
     }
-    let mut rest = without_report_markers(line);
+    let drawn = if cuts.terminal_drawing {
+        without_terminal_marks(line)
+    } else {
+        line
+    };
+    let mut rest = without_report_markers(drawn);
     if may_open_with_log_prefix(rest)
         && let Some(found) = log_prefix().and_then(|prefix| prefix.find(rest))
         && let Some(after) = rest.get(found.end()..)
@@ -408,6 +399,12 @@ fn unwrap_line(line: &str, unwrapping: Unwrapping, closes_text: bool) -> &str {
         rest = after;
     }
     rest = without_component_tag(rest);
+    if opens_text
+        && let Some(after) = after_program_label(rest.trim_start_matches(BLANKS))
+        && has_text(after)
+    {
+        rest = after.trim_start_matches(BLANKS);
+    }
     if may_close_with_request_id(rest)
         && let Some(found) = request_id_suffix().and_then(|suffix| suffix.find(rest))
         && let Some(before) = rest.get(..found.start())
@@ -434,7 +431,7 @@ fn unwrap_line(line: &str, unwrapping: Unwrapping, closes_text: bool) -> &str {
             }
         }
     }
-    if unwrapping == Unwrapping::LogWrappingAndErrorLabel
+    if cuts.error_label
         && let Some(after) = ERROR_LABELS
             .into_iter()
             .find_map(|label| rest.trim_start_matches(BLANKS).strip_prefix(label))
@@ -473,16 +470,37 @@ fn between_enclosing_quotes(text: &str) -> Option<&str> {
 /// `text` with every line's wrapping taken off (see the module documentation); `None` when no
 /// line has any.
 pub(crate) fn unwrapped(text: &str, unwrapping: Unwrapping) -> Option<String> {
+    let cuts = unwrapping.cuts();
     if unwrapping == Unwrapping::JsonLogMessage {
         let read = super::json_log::messages(text)?;
-        return Some(unwrapped(&read, Unwrapping::LogWrapping).unwrap_or(read));
+        return Some(cut_lines(&read, cuts).unwrap_or(read));
     }
+    cut_lines(text, cuts)
+}
+
+/// `text` with `cuts` made on every line; `None` when none cuts anything.
+fn cut_lines(text: &str, cuts: Cuts) -> Option<String> {
     // Quotes enclosing several lines (a message pasted into a report whole) come off first:
     // the opening one at the first line's start, the closing one at the last line's end.
-    let unquoted = between_enclosing_quotes(text);
+    let unquoted = between_enclosing_quotes(text).filter(|_| cuts.log_wrapping);
     let text = unquoted.unwrap_or(text);
     let mut out: Option<String> = unquoted.map(|_| String::with_capacity(text.len()));
     // Where the line holding the text's last character other than white space starts.
+    // Where the line holding the text's first character other than white space starts, unless
+    // the next line with text opens with a key too (see `opens_with_key`).
+    let first_text = text.find(|c: char| !c.is_whitespace());
+    let first_line = first_text
+        .and_then(|first| text.get(..first))
+        .and_then(|before| before.rfind('\n'))
+        .map_or(0, |line_break| line_break + 1);
+    let next_line = first_text
+        .and_then(|first| text.get(first..))
+        .and_then(|from| from.split_once('\n'))
+        .and_then(|(_, after)| after.lines().find(|line| has_text(line)));
+    let first_line = match next_line {
+        Some(line) if opens_with_key(line) => None,
+        _ => Some(first_line),
+    };
     let last_line = text
         .trim_end()
         .rfind('\n')
@@ -491,7 +509,7 @@ pub(crate) fn unwrapped(text: &str, unwrapping: Unwrapping) -> Option<String> {
     let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()));
     for end in ends {
         let line = text.get(offset..end).unwrap_or("");
-        let kept = unwrap_line(line, unwrapping, offset == last_line);
+        let kept = unwrap_line(line, cuts, Some(offset) == first_line, offset == last_line);
         if out.is_none() && kept.len() != line.len() {
             // Every line before this one is kept whole, with its line break.
             let mut started = String::with_capacity(text.len());
@@ -605,6 +623,92 @@ mod tests {
     }
 
     #[test]
+    fn terminal_marks_and_box_borders_come_off() {
+        for (drawn, message) in [
+            (
+                "  ⎿  API Error: Request timed out.",
+                "API Error: Request timed out.",
+            ),
+            (
+                "⏺ API Error: Connection error.",
+                "API Error: Connection error.",
+            ),
+            (
+                "│ ✕ [API Error: You have exhausted your daily quota on this model.]   │",
+                "[API Error: You have exhausted your daily quota on this model.]",
+            ),
+            ("│ Request timed out.", "Request timed out."),
+            (
+                "■ stream disconnected before completion",
+                "stream disconnected before completion",
+            ),
+            ("⚠️ Rate limit reached", "Rate limit reached"),
+            (
+                "❌ Error: Claude Code process exited with code 1",
+                "Error: Claude Code process exited with code 1",
+            ),
+            ("× Model call failed", "Model call failed"),
+            (
+                "  └ Unexpected status 401 Unauthorized",
+                "Unexpected status 401 Unauthorized",
+            ),
+            ("✻ > [ERROR] upstream 502", "upstream 502"),
+        ] {
+            assert_eq!(first(drawn).as_deref(), Some(message), "{drawn}");
+        }
+        // A mark needs a blank after it, and leaves text; a list's bullets stay.
+        for text in [
+            "×2 faster",
+            "⎿",
+            "│   │",
+            "│",
+            "• 503 Service Unavailable",
+            "npm ERR! code ETIMEDOUT",
+            "3 × 4 = 12",
+        ] {
+            assert_eq!(first(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_terminal_drawing_reading_takes_off_only_the_drawing() {
+        let drawing = |text: &str| unwrapped(text, Unwrapping::TerminalDrawing);
+        assert_eq!(
+            drawing("  ⎿  ERROR Too Many Requests").as_deref(),
+            Some("ERROR Too Many Requests")
+        );
+        assert_eq!(
+            first("  ⎿  ERROR Too Many Requests").as_deref(),
+            Some("Too Many Requests")
+        );
+        // One mark comes off: a second is the message's own.
+        assert_eq!(
+            drawing("  ⎿  ✗ Quota exceeded.").as_deref(),
+            Some("✗ Quota exceeded.")
+        );
+        assert_eq!(
+            drawing("│ ✕ [API Error: quota] │\n│ more │").as_deref(),
+            Some("[API Error: quota]\nmore")
+        );
+        for text in [
+            "[ERROR] upstream 502",
+            "\"Overloaded\"",
+            "> Connection error.",
+        ] {
+            assert_eq!(drawing(text), None, "{text:?}");
+        }
+        // A record's message keeps its marks: they are what the program logged.
+        assert_eq!(
+            unwrapped(
+                r#"{"level":"error","time":"2026-03-04T10:11:12Z","msg":"✗ Quota exceeded"}"#,
+                Unwrapping::JsonLogMessage
+            )
+            .as_deref(),
+            Some("✗ Quota exceeded")
+        );
+    }
+
+    #[test]
     fn component_tags_come_off_but_titles_codes_and_quiet_levels_stay() {
         for (tagged, message) in [
             ("[server] Connection error.", "Connection error."),
@@ -660,6 +764,57 @@ mod tests {
             Some("Request timed out.")
         );
         assert_eq!(first("Error: Request timed out."), None);
+    }
+
+    #[test]
+    fn a_program_name_labelling_the_first_line_comes_off_but_prose_labels_stay() {
+        for (labelled, message) in [
+            ("mytool: Request timed out.", "Request timed out."),
+            (
+                "codex: Error: stream disconnected",
+                "Error: stream disconnected",
+            ),
+            ("[ERROR] @scope/pkg: Overloaded", "Overloaded"),
+            ("  httpx.client: Connection error.", "Connection error."),
+            // The first line with text only.
+            (
+                "\nmytool: Request timed out.\n  at call (client.js:1)\nnode: v22",
+                "\nRequest timed out.\n  at call (client.js:1)\nnode: v22",
+            ),
+        ] {
+            assert_eq!(first(labelled).as_deref(), Some(message), "{labelled}");
+        }
+        assert_eq!(
+            second("codex: Error: stream disconnected").as_deref(),
+            Some("stream disconnected")
+        );
+        for text in [
+            "bug: Request timed out",
+            "Bug: Request timed out",
+            "Fix: retry on Connection error",
+            "FYI: Overloaded",
+            "INFO: connection closed",
+            "error: could not compile",
+            "The request failed: Overloaded",
+            "mytool:",
+            "mytool: ",
+            "mytool:Overloaded",
+            "https://example.com: Overloaded",
+            "a-very-long-name-that-is-no-program-at-all-really: Overloaded",
+            "GPT-5: Your organization must be verified to stream this model",
+            "Deepseek-671B: Error: timed out waiting for llama runner to start",
+            "session_failure: Cannot connect to Ollama",
+            "TypeError: fetch failed",
+            "Overloaded\nvary: origin",
+            "mytool: Request failed\nvary: origin",
+            "status: 429,\nstatusText: 'Too Many Requests',",
+            "zsh: command not found: aider",
+            "kimi: command not found",
+            "messages.5: all messages must have non-empty content",
+            "error.code: authenticationRequired",
+        ] {
+            assert_eq!(first(text), None, "{text:?}");
+        }
     }
 
     #[test]
@@ -773,6 +928,10 @@ mod tests {
             "[my-agent] ",
             "[Bug] ",
             "[2026-03-04 10:11:12] [openai]: ",
+            "  ⎿  ",
+            "│ ✕ ",
+            "⚠\u{fe0f} ",
+            "⎿  ✗ ",
         ]);
         let closings = prop::sample::select(vec![
             "",
@@ -788,6 +947,8 @@ mod tests {
             "。",
             ". (request id: req_1)",
             "...",
+            " │",
+            "│",
         ]);
         (openings, "\\PC{0,12}", closings)
             .prop_map(|(open, middle, close)| format!("{open}{middle}{close}"))
