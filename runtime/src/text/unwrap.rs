@@ -263,8 +263,8 @@ fn without_report_markers(line: &str) -> &str {
 }
 
 /// Whether `text` could end with a full stop under its wrapping (a closing quote or request id
-/// may follow it), so that the third reading could differ from the first: a look at its last
-/// character.
+/// may follow it), so that the full-stop reading could differ from the log-wrapping one: a look
+/// at its last character.
 pub(crate) fn may_hold_closing_full_stop(text: &str) -> bool {
     text.trim_end().ends_with(['.', '。', '"', '\'', ')', ']'])
 }
@@ -275,9 +275,10 @@ fn has_text(part: &str) -> bool {
 }
 
 /// Whether `line` could carry wrapping at all: its first byte other than a blank could open a
-/// log prefix, a quote, a label or a terminal's mark, or its last could close a request id. Most lines of prose
-/// and code fail this on two bytes.
-fn worth_a_look(line: &str, full_stop: bool, labels: bool) -> bool {
+/// log prefix, a quote, a label or a terminal's mark (a program's name only when
+/// `program_label`: the text's first line), or its last could close a request id. Most lines of
+/// prose and code fail this on two bytes.
+fn worth_a_look(line: &str, full_stop: bool, program_label: bool) -> bool {
     let bytes = line.as_bytes();
     let blank = |byte: &&u8| **byte == b' ' || **byte == b'\t';
     let first = bytes.iter().find(|byte| !blank(byte));
@@ -309,7 +310,8 @@ fn worth_a_look(line: &str, full_stop: bool, labels: bool) -> bool {
                 | b'>'
         )
     ) || first.is_some_and(|byte| {
-        may_open_terminal_mark(*byte) || (labels && (byte.is_ascii_lowercase() || *byte == b'@'))
+        may_open_terminal_mark(*byte)
+            || (program_label && (byte.is_ascii_lowercase() || *byte == b'@'))
     }) || matches!(last, Some(b')' | b']'))
         || (full_stop && matches!(last, Some(&(b'.' | FULL_STOP_LAST_BYTE))))
 }
@@ -330,7 +332,7 @@ fn holds_a_sentence_break(line: &str) -> bool {
 const FULL_STOP_LAST_BYTE: u8 = 0x82;
 
 /// `line` without the full stop closing it (`.` or `。`, and the blanks after it) when `applies`
-/// (the third reading, on the text's last line): rules anchored to a line's end name the
+/// (the full-stop reading, on the text's last line): rules anchored to a line's end name the
 /// message, not its punctuation. An ellipsis, a full stop after white space, and a line of
 /// prose's full stop are kept.
 fn without_closing_full_stop(line: &str, applies: bool) -> &str {
@@ -364,8 +366,8 @@ fn may_close_with_request_id(line: &str) -> bool {
 
 /// What is left of one line (without its line break) under `cuts`: a contiguous part of it.
 /// `opens_text` says whether it is the text's first line with text, the one a program's name
-/// labels; `closes_text` whether it is the last, the one whose full stop the third reading takes
-/// off.
+/// labels; `closes_text` whether it is the last, the one whose full stop the full-stop reading
+/// takes off.
 fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &str {
     let full_stop = closes_text && cuts.full_stop;
     if !cuts.log_wrapping {

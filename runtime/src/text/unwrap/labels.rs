@@ -84,7 +84,7 @@ pub(super) fn without_component_tag(line: &str) -> &str {
     }
 }
 
-/// The labels the second reading takes off a line's start.
+/// The labels the error-label reading takes off a line's start.
 pub(super) const ERROR_LABELS: [&str; 3] = ["Error:", "ERROR:", "error:"];
 
 /// Words that open a line the way a program's name opens its messages but are none: an
