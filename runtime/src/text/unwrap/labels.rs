@@ -87,67 +87,20 @@ pub(super) fn without_component_tag(line: &str) -> &str {
 /// The labels the error-label reading takes off a line's start.
 pub(super) const ERROR_LABELS: [&str; 3] = ["Error:", "ERROR:", "error:"];
 
-/// Words that open a line the way a program's name opens its messages but are none: an
-/// issue's or a commit's type and a note's label (`bug: …`, `fix: …`, `FYI: …`: issue titles and
-/// changelogs quote errors after them), levels (`error: …` is the `Error:` label, read
-/// once; `info: …` says the line is no failure), and shells and their launchers, whose name opens
-/// their own messages (`zsh: command not found: aider`), which rules read.
-const NOT_PROGRAM_NAMES: [&str; 50] = [
-    "bug",
-    "bugs",
-    "feature",
-    "feat",
-    "question",
-    "docs",
-    "doc",
-    "help",
-    "enhancement",
-    "proposal",
-    "rfc",
-    "wip",
-    "fix",
-    "fixes",
-    "fixed",
-    "issue",
-    "request",
-    "regression",
-    "chore",
-    "refactor",
-    "test",
-    "tests",
-    "perf",
-    "ci",
-    "build",
-    "revert",
-    "fyi",
-    "note",
-    "tip",
-    "todo",
-    "handle",
-    "update",
-    "info",
-    "debug",
-    "error",
-    "err",
-    "warning",
-    "warn",
-    "fatal",
-    "panic",
-    "sh",
-    "bash",
-    "zsh",
-    "fish",
-    "dash",
-    "ksh",
-    "csh",
-    "tcsh",
-    "sudo",
-    "env",
+/// Words that open a line the way a program's name opens its messages but are none, besides an
+/// issue title's tags ([`TITLE_TAGS`]) and the quiet levels ([`QUIET_TAGS`]): a commit's type
+/// and a note's label (`fix: …`, `FYI: …`: changelogs and notes quote errors after them), the
+/// other levels (`error: …` is the `Error:` label, read once), and shells and their launchers,
+/// whose name opens their own messages (`zsh: command not found: aider`), which rules read.
+const NOT_PROGRAM_NAMES: [&str; 32] = [
+    "fixes", "fixed", "chore", "refactor", "test", "tests", "perf", "ci", "build", "revert", "fyi",
+    "note", "tip", "todo", "handle", "update", "error", "err", "warning", "warn", "fatal", "panic",
+    "sh", "bash", "zsh", "fish", "dash", "ksh", "csh", "tcsh", "sudo", "env",
 ];
 
 /// What follows a program's name labelling a line (`mytool: …`, `codex: …`, `httpx: …`,
 /// `@scope/pkg: …`): a lower-case name without blanks, at most 40 bytes, then a colon and a
-/// blank, unless the name is one prose opens with ([`NOT_PROGRAM_NAMES`]). What else opens a line
+/// blank, unless prose or a log opens with the name ([`NOT_PROGRAM_NAMES`]). What else opens a line
 /// so stays: two words or more (a sentence's, `The request failed: …`), a capitalised word or a
 /// model's name (an issue's title, `GPT-5: …`, `Deepseek-671B: …`), an error code
 /// (`session_failure: …`) or an exception's name (`TypeError: …`), which rules read.
@@ -175,7 +128,12 @@ pub(super) fn after_program_label(opening: &str) -> Option<&str> {
     let last_part = name.rsplit('.').next().unwrap_or(name);
     let after = opening.get(end + 1..)?;
     let message = after.trim_start_matches(BLANKS);
-    if NOT_PROGRAM_NAMES.contains(&first_part)
+    let not_a_program = TITLE_TAGS
+        .iter()
+        .chain(&QUIET_TAGS)
+        .chain(&NOT_PROGRAM_NAMES)
+        .any(|word| *word == first_part);
+    if not_a_program
         // A field's path (`messages.5: …`, `error.code: …`) names where the error is.
         || last_part.bytes().all(|byte| byte.is_ascii_digit())
         // The program is what the message is about (`kimi: command not found`).
