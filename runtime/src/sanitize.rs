@@ -208,6 +208,15 @@ const SECRET_WORDS: &[&str] = &[
     "authorization",
 ];
 
+/// Whether `name` is a key the redaction reads a secret after (`authorization: …`,
+/// `db_password: …`; see [`SECRET_WORDS`]): a reading that takes a label off a line must keep
+/// such a key, or the secret after it would no longer be redacted.
+pub(crate) fn is_secret_key(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|word| lower.contains(word))
+        || lower.split(['_', '.', '-']).any(|part| part == "pwd")
+}
+
 static KEY: LazyLock<String> = LazyLock::new(|| {
     let words: Vec<String> = SECRET_WORDS.iter().map(|w| ascii_any_case(w)).collect();
     let pwd = ascii_any_case("pwd");

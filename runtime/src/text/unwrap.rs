@@ -814,6 +814,9 @@ mod tests {
             "kimi: command not found",
             "messages.5: all messages must have non-empty content",
             "error.code: authenticationRequired",
+            "authorization: Digest ZEki37P3g/ 401 Access denied",
+            "api-token: 8f1e2d Overloaded",
+            "db-pwd: hunter2 Overloaded",
         ] {
             assert_eq!(first(text), None, "{text:?}");
         }

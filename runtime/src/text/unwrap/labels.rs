@@ -134,6 +134,9 @@ pub(super) fn after_program_label(opening: &str) -> Option<&str> {
         .chain(&NOT_PROGRAM_NAMES)
         .any(|word| *word == first_part);
     if not_a_program
+        // A key the redaction reads a secret after (`authorization: Digest …`): cut off, the
+        // secret would reach the output unredacted.
+        || crate::sanitize::is_secret_key(name)
         // A field's path (`messages.5: …`, `error.code: …`) names where the error is.
         || last_part.bytes().all(|byte| byte.is_ascii_digit())
         // The program is what the message is about (`kimi: command not found`).
