@@ -632,6 +632,18 @@ fn assignments(text: &str, edits: &mut Vec<Edit>) {
     }
 }
 
+/// The first secret key's assignment or secret option at or after `from`: inside a value, the
+/// start of another secret (`--api-key {"message":"--token \"two words\""}`, a key glued into a
+/// quoted value), whose value the outer one must take along.
+fn nested_secret(text: &str, from: usize) -> Option<regex::Match<'_>> {
+    let assignment = ASSIGNMENT_KEY.find_at(text, from);
+    let option = SECRET_OPTION.find_at(text, from);
+    match (assignment, option) {
+        (Some(assignment), Some(option)) if option.start() < assignment.start() => Some(option),
+        (assignment, option) => assignment.or(option),
+    }
+}
+
 /// The end of an assignment's value starting at `start`: a quoted string, or a bare run up to
 /// whitespace, leaving trailing `}])>` and `,`/`;` outside.
 ///
@@ -640,9 +652,9 @@ fn assignments(text: &str, edits: &mut Vec<Edit>) {
 /// backslashes the inner escaping adds (a quote preceded by `n + k·2(n+1)` backslashes closes a
 /// value opened by `n` of them).
 ///
-/// A value can hold another secret key's assignment whose own value runs further
-/// (`token: https://host/"password": "two words"`): the value then runs to the end of that one,
-/// so that no key swallowed by the first value leaves its own value behind.
+/// A value can hold another secret key's assignment or secret option whose own value runs
+/// further (`token: https://host/"password": "two words"`): the value then runs to the end of
+/// that one, so that no key swallowed by the first value leaves its own value behind.
 fn scan_value(text: &str, start: usize) -> usize {
     let mut end = value_end(text, start);
     let mut extended = false;
@@ -650,16 +662,13 @@ fn scan_value(text: &str, start: usize) -> usize {
     // the empty string's glued tail is the key), so the search starts at the value itself. Each
     // round moves `search_from` forward, so the loop ends.
     let mut search_from = start;
-    while let Some(assignment) = ASSIGNMENT_KEY
-        .find_at(text, search_from)
-        .filter(|found| found.start() < end)
-    {
-        let nested_end = value_end(text, assignment.end());
+    while let Some(nested) = nested_secret(text, search_from).filter(|found| found.start() < end) {
+        let nested_end = value_end(text, nested.end());
         if nested_end > end {
             end = nested_end;
             extended = true;
         }
-        search_from = assignment.end().max(search_from + 1);
+        search_from = nested.end().max(search_from + 1);
     }
     if extended {
         // What is glued to a nested value's closing quote (the outer value's own closing quote)

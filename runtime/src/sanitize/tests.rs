@@ -621,6 +621,13 @@ fn an_assignment_inside_a_value_takes_its_quoted_value_along() {
         ),
         // A count inside a value ends no earlier than the value it is in.
         ("token: ab;max_tokens=5 tail", "token: *** tail"),
+        // A secret option inside another option's value (the planted-secret test on a command
+        // line whose `--llm-api-key` value is a JSON body holding `--token "…"`).
+        (
+            r#"deepwiki-rs --llm-api-key {"error":{"message":"--token \"pnSWKThcEp notF1i2Bu_p!\""}}  'xxx' --model k"#,
+            "deepwiki-rs --llm-api-key ***}}  'xxx' --model k",
+        ),
+        ("--api-key x--password 'a b' tail", "--api-key *** tail"),
     ];
     for (input, expected) in cases {
         assert_eq!(credentials_unbounded(input), expected, "input: {input}");

@@ -427,6 +427,7 @@ fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &
                 .and_then(|inner| inner.strip_suffix(quote))
                 && has_text(inner)
                 && inner.trim().len() == inner.len()
+                && !opens_with_member_key(inner, quote)
             {
                 rest = without_closing_full_stop(inner, full_stop);
                 break;
@@ -442,6 +443,18 @@ fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &
         rest = after.trim_start_matches(BLANKS);
     }
     rest
+}
+
+/// Whether `inner`, the text between a line's quotes, opens with a quoted key's name and its
+/// closing quote, then a colon: the line is a member of an object (`"authorization": "Basic …"`),
+/// not a message in quotes, and taking its quotes off would leave `authorization": "Basic …`,
+/// whose secret the redaction no longer recognises.
+fn opens_with_member_key(inner: &str, quote: char) -> bool {
+    inner.split_once(quote).is_some_and(|(key, after)| {
+        !key.is_empty()
+            && !key.contains(char::is_whitespace)
+            && after.trim_start_matches(BLANKS).starts_with(':')
+    })
 }
 
 /// What lies between the double or single quotes that open the text's first line and close its
@@ -753,6 +766,26 @@ mod tests {
         assert_eq!(
             first(r#"[ERROR] "Overloaded" [x-request-id=8f1e2d]"#).as_deref(),
             Some("Overloaded")
+        );
+    }
+
+    /// A line that is an object's member keeps its quotes: without the key's opening quote, the
+    /// redaction would no longer read `authorization": "Basic …` as a credential (found by the
+    /// planted-secret test, tests/redaction.rs).
+    #[test]
+    fn an_object_members_quotes_stay() {
+        assert_eq!(first(r#""authorization": "Basic T7WpdKYlc6mqvzLZ+""#), None);
+        let reading =
+            first("⏺ Error code: 504 (request_id=req_a0364)\n\"authorization\": \"Basic T7Wp+\"\n");
+        assert_eq!(
+            reading.as_deref(),
+            Some("Error code: 504\n\"authorization\": \"Basic T7Wp+\"\n")
+        );
+        assert_eq!(first(r#"'token': 'abc'"#), None);
+        // A quoted message whose text has a colon later on still loses its quotes.
+        assert_eq!(
+            first(r#""Upstream error: Overloaded""#).as_deref(),
+            Some("Upstream error: Overloaded")
         );
     }
 
