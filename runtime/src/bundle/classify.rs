@@ -135,20 +135,12 @@ fn view_engines(model: &CatalogueModel) -> Vec<ViewEngine> {
     views
 }
 
-/// Share, in percent of the pattern bytes, whose syntax the prefilter's thread checks once its
-/// automaton is built, when it builds one: the automaton takes about as long as checking two
-/// fifths of them, so this evens out the two threads.
-const PREFILTER_THREAD_PERCENT: usize = 30;
-
-/// The share when the bundle carries the prefilter's literal table (format 9), which takes a
-/// few per cent of a load to read: half each.
-const TABLE_THREAD_PERCENT: usize = 50;
-
 /// The prefilter, built while every one of `patterns` has its syntax checked (each distinct
-/// pattern once). Checking the patterns is most of a load, and building an automaton for the
-/// prefilter (for a bundle without a literal table) about as long again, so a second thread
-/// builds or reads the prefilter and then checks a share of the patterns; where no thread can
-/// be started, all of it happens here.
+/// pattern once). Reading the prefilter's literal table, or building its automaton for a bundle
+/// without one, is the longest part of a load now that the syntax check is mostly a quick screen
+/// (`super::syntax_screen`; before it, the full parses of the patterns were most of a load and
+/// were shared between the two threads), so a second thread builds or reads the prefilter while
+/// this one checks the patterns; where no thread can be started, both happen here.
 fn prefilter_and_syntax_checks(
     model: &CatalogueModel,
     literal_table: Option<&[u8]>,
@@ -156,44 +148,21 @@ fn prefilter_and_syntax_checks(
 ) -> Result<Prefilter, LoadError> {
     patterns.sort_unstable();
     patterns.dedup();
-    let total: usize = patterns.iter().map(|pattern| pattern.len()).sum();
-    let share = if literal_table.is_some_and(|table| !table.is_empty()) {
-        TABLE_THREAD_PERCENT
-    } else {
-        PREFILTER_THREAD_PERCENT
-    };
-    let mut split = 0;
-    let mut bytes: usize = 0;
-    for pattern in &patterns {
-        if bytes.saturating_mul(100) >= total.saturating_mul(share) {
-            break;
-        }
-        bytes += pattern.len();
-        split += 1;
-    }
-    let (theirs, ours) = patterns.split_at(split.min(patterns.len()));
-    let check_all = |patterns: &[&str]| -> Result<(), LoadError> {
-        patterns
-            .iter()
-            .try_for_each(|pattern| lazy_regex::check_syntax(pattern))
-    };
-    let build_and_check = || -> Result<Prefilter, LoadError> {
-        let prefilter = Prefilter::new(model, literal_table)?;
-        check_all(theirs)?;
-        Ok(prefilter)
-    };
+    let build = || Prefilter::new(model, literal_table);
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("faultline-bundle-load".to_owned())
-            .spawn_scoped(scope, build_and_check);
-        let ours_checked = check_all(ours);
+            .spawn_scoped(scope, build);
+        let checked = patterns
+            .iter()
+            .try_for_each(|pattern| lazy_regex::check_syntax(pattern));
         let prefilter = match spawned {
             Ok(building) => building
                 .join()
                 .unwrap_or_else(|_| Err(LoadError::malformed("building the prefilter failed"))),
-            Err(_) => build_and_check(),
+            Err(_) => build(),
         };
-        ours_checked?;
+        checked?;
         prefilter
     })
 }

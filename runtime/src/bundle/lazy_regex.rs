@@ -3,10 +3,11 @@
 //! compiled on first use instead of at load.
 //!
 //! Compiling them all made up more than half of loading a bundle, though most classifications
-//! never reach one. Their syntax is still checked at load (a cheap parse, no automaton), so a
-//! bundle with a malformed pattern is refused there; what only compiling can find, a program over
-//! [`super::REGEX_SIZE_LIMIT`] (the compiler refuses such patterns, FL0109, so only a hand-made
-//! bundle can hold one), makes that regex match nothing, the same answer on every call.
+//! never reach one. Their syntax is still checked at load (a quick screen, or a parse where the
+//! screen cannot tell; no automaton), so a bundle with a malformed pattern is refused there;
+//! what only compiling can find, a program over [`super::REGEX_SIZE_LIMIT`] (the compiler
+//! refuses such patterns, FL0109, so only a hand-made bundle can hold one), makes that regex
+//! match nothing, the same answer on every call.
 //!
 //! Whether a pattern matches and where it matches are compiled apart. Most patterns a process
 //! compiles are only ever asked whether they match (a rule the prefilter admits, which then does
@@ -72,8 +73,12 @@ pub(crate) fn build(
         .build()
 }
 
-/// Checks `pattern`'s syntax: a parse, no automaton.
+/// Checks `pattern`'s syntax: a parse, no automaton, unless the quick screen already knows the
+/// parse would succeed (the plain syntax the compiler writes; [`super::syntax_screen`]).
 pub(super) fn check_syntax(pattern: &str) -> Result<(), LoadError> {
+    if super::syntax_screen::certainly_valid(pattern) {
+        return Ok(());
+    }
     regex_syntax::ast::parse::ParserBuilder::new()
         .nest_limit(NEST_LIMIT)
         .build()

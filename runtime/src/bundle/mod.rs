@@ -23,6 +23,7 @@ pub(crate) use lazy_regex::build as build_regex;
 mod literal_table;
 pub(crate) mod model;
 mod prefilter;
+mod syntax_screen;
 mod trace;
 mod validate;
 mod view;
