@@ -2,8 +2,9 @@
 //! quoting user or an HTTP client put around its lines (docs/evidence.md, "Wrapped lines: a
 //! second reading"): every real error of `fixtures/classify/` keeps its code under a log
 //! prefix, a blockquote marker, `Caused by: `, a component's tag, quotes, an `Error:` label, a
-//! trailing request id, inside a structured logger's JSON record, or with a closing full stop
-//! added or taken off (all but a measured few, listed on failure);
+//! trailing request id, inside a structured logger's JSON record, with its JSON body
+//! pretty-printed, or with a closing full stop added or taken off (all but a measured few,
+//! listed on failure);
 //! the cheap gate stays sound on every wrapped text, and a traced classification answers as an
 //! untraced one.
 
@@ -59,7 +60,7 @@ fn wrapped(evidence: &Value, wrap: fn(&str) -> String) -> Evidence {
 
 type Wrap = fn(&str) -> String;
 
-const WRAPS: [(&str, Wrap); 15] = [
+const WRAPS: [(&str, Wrap); 16] = [
     ("timestamp and level", |text| {
         format!("2026-03-04T10:11:12.345Z ERROR {text}")
     }),
@@ -90,6 +91,9 @@ const WRAPS: [(&str, Wrap); 15] = [
         let message = serde_json::to_string(text).unwrap();
         format!(r#"{{"level":"error","time":"2026-03-04T10:11:12Z","msg":{message}}}"#)
     }),
+    // The JSON body pretty-printed, as `JSON.stringify(body, null, 2)` and most reports show
+    // it (the sixth reading writes it compactly again).
+    ("JSON body pretty-printed", pretty_printed_body),
     // A full stop where the source printed none, or none where it printed one: the third
     // reading takes one off, and rules accept a message's last word at a line's end.
     ("closing full stop added or taken off", |text| {
@@ -97,6 +101,21 @@ const WRAPS: [(&str, Wrap); 15] = [
             .map_or_else(|| format!("{text}."), str::to_owned)
     }),
 ];
+
+/// `text` with the first JSON object in it that parses pretty-printed (two-space indents, keys
+/// in their order); `text` itself when it holds none.
+fn pretty_printed_body(text: &str) -> String {
+    for (start, _) in text.match_indices('{') {
+        let mut values =
+            serde_json::Deserializer::from_str(&text[start..]).into_iter::<serde_json::Value>();
+        if let Some(Ok(value)) = values.next() {
+            let end = start + values.byte_offset();
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            return format!("{}{pretty}{}", &text[..start], &text[end..]);
+        }
+    }
+    text.to_owned()
+}
 
 #[test]
 fn wrapped_errors_keep_their_code_and_the_gate_stays_sound() {
@@ -194,6 +213,20 @@ fn a_reading_is_used_only_when_the_text_as_given_falls_to_the_fallback() {
         "upstream call failed\nUpstream idle timeout exceeded"
     );
     assert!(bundle.may_classify(&record));
+    // A pretty-printed body whose rule reads it compactly: the sixth reading answers, and the
+    // excerpt is the body on one line.
+    let pretty = Evidence::new().with_stderr(
+        "402 {\n  \"error\": \"Rate limited\",\n  \"reasons\": [\n    \"premium-usage-exceeded\",\n    \"not-enough-credits\"\n  ]\n}",
+    );
+    let (classification, trace) =
+        bundle.classify_traced(&pretty, std::time::SystemTime::UNIX_EPOCH);
+    assert_eq!(classification.rule, "letta.banner.out_of_credits.v1");
+    assert_eq!(trace.unwrapped(), Some(Unwrapping::CompactJson));
+    assert_eq!(
+        classification.excerpt,
+        r#"402 {"error":"Rate limited","reasons":["premium-usage-exceeded","not-enough-credits"]}"#
+    );
+    assert!(bundle.may_classify(&pretty));
     // An informational record is not read so.
     let quiet = Evidence::new().with_stderr(
         r#"{"level":"info","time":"2026-03-04T10:11:12Z","msg":"Upstream idle timeout exceeded"}"#,

@@ -159,6 +159,23 @@ impl Evidence {
         self.headers.as_ref().and_then(|headers| headers.get(name))
     }
 
+    /// Whether the text may hold a pretty-printed JSON value ([`Unwrapping::CompactJson`]):
+    /// cheap, and never `false` when that reading exists.
+    pub(crate) fn may_hold_pretty_json(&self) -> bool {
+        let holds = |field: &Option<String>| {
+            field
+                .as_deref()
+                .is_some_and(crate::text::may_hold_pretty_json)
+        };
+        self.text_len() <= crate::MAX_MATCHED_BYTES && (holds(&self.stderr) || holds(&self.stdout))
+    }
+
+    /// Whether a reading that rewrites text ([`Unwrapping::JsonLogMessage`],
+    /// [`Unwrapping::CompactJson`]) may exist for this evidence.
+    pub(crate) fn may_be_rewritten(&self) -> bool {
+        self.may_hold_json_log() || self.may_hold_pretty_json()
+    }
+
     /// Whether a line of the text may be a structured log record ([`Unwrapping::JsonLogMessage`]):
     /// cheap, and never `false` when that reading exists.
     pub(crate) fn may_hold_json_log(&self) -> bool {
@@ -174,8 +191,9 @@ impl Evidence {
     /// the text rules read ([`crate::MAX_MATCHED_BYTES`]), or, for
     /// [`Unwrapping::LogWrappingAndErrorLabel`], when no line holds an `Error:` label, and for
     /// [`Unwrapping::LogWrappingAndFullStop`], when the text cannot end with a full stop (the
-    /// reading would be the first one again), and for [`Unwrapping::JsonLogMessage`], when no
-    /// line is a structured log record. Classification reads it when the
+    /// reading would be the first one again), for [`Unwrapping::JsonLogMessage`], when no
+    /// line is a structured log record, and for [`Unwrapping::CompactJson`], when the text
+    /// holds no pretty-printed JSON value. Classification reads it when the
     /// text as given falls to a low-confidence rule ([`crate::Bundle::classify`]).
     pub fn unwrapped(&self, unwrapping: Unwrapping) -> Option<Evidence> {
         if self.text_len() > crate::MAX_MATCHED_BYTES {
@@ -191,6 +209,9 @@ impl Evidence {
             return None;
         }
         if unwrapping == Unwrapping::JsonLogMessage && !self.may_hold_json_log() {
+            return None;
+        }
+        if unwrapping == Unwrapping::CompactJson && !self.may_hold_pretty_json() {
             return None;
         }
         if unwrapping == Unwrapping::LogWrappingAndFullStop

@@ -23,9 +23,11 @@ use crate::evidence::Evidence;
 use crate::sanitize::{self, MAX_EXCERPT_BYTES};
 use crate::vocab::TextView;
 
+mod json_layout;
 mod json_log;
 mod terminal;
 mod unwrap;
+pub(crate) use json_layout::may_hold_pretty_json;
 pub(crate) use json_log::may_hold_json_log;
 pub(crate) use terminal::shown;
 pub use unwrap::Unwrapping;

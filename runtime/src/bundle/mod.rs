@@ -266,11 +266,15 @@ impl Bundle {
         if self.engine.may_classify(&self.model, evidence) {
             return true;
         }
-        // A reading that unescapes JSON log records may hold a literal the text does not.
-        if evidence.may_hold_json_log()
-            && evidence
-                .unwrapped(crate::Unwrapping::JsonLogMessage)
-                .is_some_and(|reading| self.engine.may_classify(&self.model, &reading))
+        // A reading that unescapes JSON log records, or writes a pretty-printed JSON value
+        // compactly, may hold a literal the text does not.
+        if evidence.may_be_rewritten()
+            && crate::Unwrapping::ALL.iter().any(|unwrapping| {
+                unwrapping.rewrites_text()
+                    && evidence
+                        .unwrapped(*unwrapping)
+                        .is_some_and(|reading| self.engine.may_classify(&self.model, &reading))
+            })
         {
             return true;
         }
@@ -325,11 +329,11 @@ impl Bundle {
         // A reading only cuts the text's lines down: when no rule above low confidence got
         // past the prefilter on the text as given, none can on a reading, unless a literal
         // holds a line break (see `may_classify`). Most ordinary text ends here.
-        // A reading that rewrites text (unescaping JSON log records) may hold literals the
-        // text does not, and is tried whenever it exists.
+        // A reading that rewrites text (unescaping JSON log records, compacting pretty-printed
+        // JSON) may hold literals the text does not, and is tried whenever it exists.
         let cut_down_can_win = first.above_low_admitted || self.engine.literals_span_lines();
         if classification.confidence != crate::Confidence::Low
-            || !(cut_down_can_win || evidence.may_hold_json_log())
+            || !(cut_down_can_win || evidence.may_be_rewritten())
         {
             return (classification, winner, None);
         }

@@ -31,15 +31,17 @@
 //!    line of prose, whose full stop ends a sentence that may quote an error: issue titles and
 //!    reports read so).
 //!
-//! The last reading ([`Unwrapping::JsonLogMessage`]) first replaces each structured log record (a
-//! JSON object per line) by its message and error values, unescaped (`super::json_log`), then
-//! takes the log wrapping, but not the terminal's drawing, off those lines.
+//! The fifth reading ([`Unwrapping::JsonLogMessage`]) first replaces each structured log record
+//! (a JSON object per line) by its message and error values, unescaped (`super::json_log`), then
+//! takes the log wrapping, but not the terminal's drawing, off those lines. The last
+//! ([`Unwrapping::CompactJson`]) writes each pretty-printed JSON value compactly on one line
+//! (`super::json_layout`), then takes the log wrapping and the terminal's drawing off.
 //!
 //! In every other reading, each line is a contiguous part of the line it was read from, never
 //! moved or rewritten, and a line keeps its wrapping when nothing but white space would be left
 //! of it. So such a reading holds no text the original does not hold, except across a line
-//! break: the prefilter's soundness argument (`Bundle::may_classify`) rests on this. The last
-//! rewrites text, and the gate looks at it itself ([`Unwrapping::rewrites_text`]).
+//! break: the prefilter's soundness argument (`Bundle::may_classify`) rests on this. The last two
+//! rewrite text, and the gate looks at them itself ([`Unwrapping::rewrites_text`]).
 
 use std::sync::OnceLock;
 
@@ -72,22 +74,27 @@ pub enum Unwrapping {
     /// [`Unwrapping::LogWrapping`] but the terminal's drawing (a mark in a record is part of
     /// what the program logged).
     JsonLogMessage,
+    /// Each pretty-printed JSON value (a `{` or `[` ending its line, then valid JSON) written
+    /// compactly on one line, its strings kept; then those of [`Unwrapping::LogWrapping`].
+    CompactJson,
 }
 
 impl Unwrapping {
     /// The readings in the order classification tries them.
-    pub const ALL: [Unwrapping; 5] = [
+    pub const ALL: [Unwrapping; 6] = [
         Unwrapping::TerminalDrawing,
         Unwrapping::LogWrapping,
         Unwrapping::LogWrappingAndErrorLabel,
         Unwrapping::LogWrappingAndFullStop,
         Unwrapping::JsonLogMessage,
+        Unwrapping::CompactJson,
     ];
 
-    /// Whether the reading may hold text the original does not (it unescapes); every other
-    /// reading only cuts lines down, which the prefilter's gate relies on.
+    /// Whether the reading may hold text the original does not (it unescapes, or joins lines
+    /// and closes up blanks); every other reading only cuts lines down, which the prefilter's
+    /// gate relies on.
     pub(crate) fn rewrites_text(self) -> bool {
-        self == Unwrapping::JsonLogMessage
+        matches!(self, Unwrapping::JsonLogMessage | Unwrapping::CompactJson)
     }
 
     /// What this reading takes off each line (of the records' messages, for
@@ -104,7 +111,7 @@ impl Unwrapping {
                 log_wrapping: false,
                 ..log_wrapping
             },
-            Unwrapping::LogWrapping => log_wrapping,
+            Unwrapping::LogWrapping | Unwrapping::CompactJson => log_wrapping,
             Unwrapping::LogWrappingAndErrorLabel => Cuts {
                 error_label: true,
                 ..log_wrapping
@@ -154,6 +161,9 @@ impl std::fmt::Display for Unwrapping {
             }
             Unwrapping::JsonLogMessage => {
                 "each JSON log record read as its message and error, then log prefixes and tags, a program's name, blockquote markers, enclosing quotes and trailing request ids taken off each line"
+            }
+            Unwrapping::CompactJson => {
+                "each pretty-printed JSON value written compactly on one line, then terminal marks, log prefixes and tags, a program's name, blockquote markers, enclosing quotes and trailing request ids taken off each line"
             }
         })
     }
@@ -486,11 +496,13 @@ fn between_enclosing_quotes(text: &str) -> Option<&str> {
 /// line has any.
 pub(crate) fn unwrapped(text: &str, unwrapping: Unwrapping) -> Option<String> {
     let cuts = unwrapping.cuts();
-    if unwrapping == Unwrapping::JsonLogMessage {
-        let read = super::json_log::messages(text)?;
-        return Some(cut_lines(&read, cuts).unwrap_or(read));
-    }
-    cut_lines(text, cuts)
+    let rewritten = match unwrapping {
+        Unwrapping::JsonLogMessage => super::json_log::messages(text),
+        Unwrapping::CompactJson => super::json_layout::compacted(text),
+        _ => return cut_lines(text, cuts),
+    };
+    let read = rewritten?;
+    Some(cut_lines(&read, cuts).unwrap_or(read))
 }
 
 /// `text` with `cuts` made on every line; `None` when none cuts anything.
