@@ -10,6 +10,7 @@ use regex_automata::{Input, PatternSet};
 use super::LoadError;
 use super::automata::Automata;
 use super::lazy_regex::{self, LazyRegex};
+use super::literal_table::LiteralTable;
 use super::model::{
     CatalogueModel, CodeEntry, GuardsEntry, MatcherEntry, MatcherKindEntry, RemediationEntry,
     RuleEntry,
@@ -135,80 +136,35 @@ fn view_engines(model: &CatalogueModel) -> Vec<ViewEngine> {
     views
 }
 
-/// The prefilter, built while every one of `patterns` has its syntax checked (each distinct
-/// pattern once). Reading the prefilter's literal table, or building its automaton for a bundle
-/// without one, is the longest part of a load now that the syntax check is mostly a quick screen
-/// (`super::syntax_screen`; before it, the full parses of the patterns were most of a load and
-/// were shared between the two threads), so a second thread builds or reads the prefilter while
-/// this one checks the patterns; where no thread can be started, both happen here.
-fn prefilter_and_syntax_checks(
-    model: &CatalogueModel,
-    literal_table: Option<&[u8]>,
-    mut patterns: Vec<&str>,
-) -> Result<Prefilter, LoadError> {
-    patterns.sort_unstable();
-    patterns.dedup();
-    let build = || Prefilter::new(model, literal_table);
-    std::thread::scope(|scope| {
-        let spawned = std::thread::Builder::new()
-            .name("faultline-bundle-load".to_owned())
-            .spawn_scoped(scope, build);
-        let checked = patterns
-            .iter()
-            .try_for_each(|pattern| lazy_regex::check_syntax(pattern));
-        let prefilter = match spawned {
-            Ok(building) => building
-                .join()
-                .unwrap_or_else(|_| Err(LoadError::malformed("building the prefilter failed"))),
-            Err(_) => build(),
-        };
-        checked?;
-        prefilter
-    })
+/// The part of an engine that needs only the catalogue model: every view's engine (each
+/// distinct pattern's syntax checked), the rules' own regexes, and which rules the prefilter
+/// cannot skip. A load builds it while another thread checks the bundle's hash and reads its
+/// literal table (see [`super::Bundle::from_bytes`]); [`Engine::new`] adds the prefilter.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    views: Vec<ViewEngine>,
+    literals_span_lines: bool,
+    ungated: Vec<(usize, Parts)>,
+    unskippable: Vec<usize>,
+    unskippable_textual: Vec<usize>,
+    rule_regexes: Vec<RuleRegexes>,
+    catch_all: Classification,
 }
 
-impl Engine {
-    /// Bytes of memory of the prefilter's literal table, when the bundle carried one.
-    /// Gives every regex of the engine that `compiled` knows its compiled form (see
-    /// [`LazyRegex::adopt`]).
-    pub(super) fn adopt_regexes(&self, compiled: &mut dyn FnMut(&str) -> Option<regex::Regex>) {
-        let views = self.views.iter().flat_map(|view| &view.patterns);
-        let rules = self.rule_regexes.iter().flat_map(|rule| {
-            rule.literal
-                .iter()
-                .flatten()
-                .chain(rule.remediation.as_ref())
-        });
-        for regex in views.map(|pattern| &pattern.exact).chain(rules) {
-            if let Some(found) = compiled(regex.pattern()) {
-                regex.adopt(found);
-            }
-        }
-    }
-
-    /// Whether some literal the prefilter requires holds a line break, so that cutting lines
-    /// down (an unwrapped reading) could make one appear where the text as given has none.
-    pub(super) fn literals_span_lines(&self) -> bool {
-        self.literals_span_lines
-    }
-
-    pub(super) fn literal_table_bytes(&self) -> Option<usize> {
-        self.prefilter.literal_table_bytes()
-    }
-
-    /// The engine of `model`, searching with `automata` and gating with the bundle's literal
-    /// table (format 9; `None` for older formats).
-    pub(super) fn new(
-        model: &CatalogueModel,
-        automata: Automata,
-        literal_table: Option<&[u8]>,
-    ) -> Result<Engine, LoadError> {
+impl Prepared {
+    pub(super) fn of(model: &CatalogueModel) -> Result<Prepared, LoadError> {
         let views = view_engines(model);
-        let patterns: Vec<&str> = views
-            .iter()
-            .flat_map(|view| view.patterns.iter().map(|pattern| pattern.exact.pattern()))
-            .collect();
-        let prefilter = prefilter_and_syntax_checks(model, literal_table, patterns)?;
+        {
+            let mut patterns: Vec<&str> = views
+                .iter()
+                .flat_map(|view| view.patterns.iter().map(|pattern| pattern.exact.pattern()))
+                .collect();
+            patterns.sort_unstable();
+            patterns.dedup();
+            patterns
+                .iter()
+                .try_for_each(|pattern| lazy_regex::check_syntax(pattern))?;
+        }
         let catch_all = model
             .rules
             .last()
@@ -258,10 +214,69 @@ impl Engine {
             .literals
             .iter()
             .any(|literal| literal.literal.contains(['\n', '\r']));
+        Ok(Prepared {
+            views,
+            literals_span_lines,
+            ungated,
+            unskippable,
+            unskippable_textual,
+            rule_regexes,
+            catch_all,
+        })
+    }
+}
+
+impl Engine {
+    /// Bytes of memory of the prefilter's literal table, when the bundle carried one.
+    /// Gives every regex of the engine that `compiled` knows its compiled form (see
+    /// [`LazyRegex::adopt`]).
+    pub(super) fn adopt_regexes(&self, compiled: &mut dyn FnMut(&str) -> Option<regex::Regex>) {
+        let views = self.views.iter().flat_map(|view| &view.patterns);
+        let rules = self.rule_regexes.iter().flat_map(|rule| {
+            rule.literal
+                .iter()
+                .flatten()
+                .chain(rule.remediation.as_ref())
+        });
+        for regex in views.map(|pattern| &pattern.exact).chain(rules) {
+            if let Some(found) = compiled(regex.pattern()) {
+                regex.adopt(found);
+            }
+        }
+    }
+
+    /// Whether some literal the prefilter requires holds a line break, so that cutting lines
+    /// down (an unwrapped reading) could make one appear where the text as given has none.
+    pub(super) fn literals_span_lines(&self) -> bool {
+        self.literals_span_lines
+    }
+
+    pub(super) fn literal_table_bytes(&self) -> Option<usize> {
+        self.prefilter.literal_table_bytes()
+    }
+
+    /// The engine of `model`: what was `prepared` from it, searching with `automata` and
+    /// gating with the literal table read from the bundle (format 9; `None` for older formats
+    /// and for a bundle without literals, when the prefilter's automaton is built now).
+    pub(super) fn new(
+        model: &CatalogueModel,
+        automata: Automata,
+        prepared: Prepared,
+        literal_table: Option<LiteralTable>,
+    ) -> Result<Engine, LoadError> {
+        let Prepared {
+            views,
+            literals_span_lines,
+            ungated,
+            unskippable,
+            unskippable_textual,
+            rule_regexes,
+            catch_all,
+        } = prepared;
         Ok(Engine {
             automata,
             views,
-            prefilter,
+            prefilter: Prefilter::new(model, literal_table)?,
             literals_span_lines,
             ungated,
             unskippable,

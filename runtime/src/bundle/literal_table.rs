@@ -70,6 +70,8 @@ pub(super) struct LiteralTable {
     match_offsets: Vec<u32>,
     match_patterns: Vec<u32>,
     transitions: Transitions,
+    /// How many literal patterns the table reports (every reported pattern is below it).
+    literal_count: usize,
 }
 
 /// Reads the little-endian u32 words of `bytes` (whose length is a multiple of 4).
@@ -82,12 +84,11 @@ fn words(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
 }
 
 impl LiteralTable {
-    /// Reads and checks a table section for a prefilter of `patterns` literal patterns.
-    /// `Ok(None)` for an empty section: the bundle carries no table.
-    pub(super) fn from_bytes(
-        bytes: &[u8],
-        patterns: usize,
-    ) -> Result<Option<LiteralTable>, LoadError> {
+    /// Reads and checks a table section. `Ok(None)` for an empty section: the bundle carries
+    /// no table. It needs nothing but its own bytes (so it can be read while the catalogue
+    /// model is decoded); [`LiteralTable::check_literal_count`] then checks it against the
+    /// prefilter.
+    pub(super) fn from_bytes(bytes: &[u8]) -> Result<Option<LiteralTable>, LoadError> {
         if bytes.is_empty() {
             return Ok(None);
         }
@@ -124,11 +125,6 @@ impl LiteralTable {
         }
         if start >= states || match_states > states {
             return Err(malformed("a start or match-state count beyond the states"));
-        }
-        if literal_count != patterns {
-            return Err(malformed(&format!(
-                "{literal_count} literals; the prefilter has {patterns}"
-            )));
         }
         let mut classes = [0u8; 256];
         let class_bytes = header.get(HEADER_WORDS * 4..).unwrap_or_default();
@@ -174,7 +170,7 @@ impl LiteralTable {
         let match_patterns: Vec<u32> = words(entry_bytes).collect();
         if match_patterns
             .iter()
-            .any(|pattern| *pattern as usize >= patterns)
+            .any(|pattern| *pattern as usize >= literal_count)
         {
             return Err(malformed(
                 "a match of a literal the prefilter does not have",
@@ -186,7 +182,10 @@ impl LiteralTable {
             table
                 .iter_mut()
                 .for_each(|entry| *entry = u16::from_le(*entry));
-            if table.iter().any(|entry| usize::from(*entry) >= states) {
+            // A maximum, not a search for the first bad entry: it vectorizes, and a good table
+            // (the usual case) is read whole either way.
+            let largest = table.iter().copied().fold(0, u16::max);
+            if usize::from(largest) >= states {
                 return Err(malformed("a transition to a state that does not exist"));
             }
             Transitions::Narrow(table)
@@ -196,7 +195,8 @@ impl LiteralTable {
             table
                 .iter_mut()
                 .for_each(|entry| *entry = u32::from_le(*entry));
-            if table.iter().any(|entry| *entry as usize >= states) {
+            let largest = table.iter().copied().fold(0, u32::max);
+            if largest as usize >= states {
                 return Err(malformed("a transition to a state that does not exist"));
             }
             Transitions::Wide(table)
@@ -209,7 +209,21 @@ impl LiteralTable {
             match_offsets,
             match_patterns,
             transitions,
+            literal_count,
         }))
+    }
+
+    /// Checks that the table reports the prefilter's `patterns` literal patterns, no more and
+    /// no fewer.
+    pub(super) fn check_literal_count(&self, patterns: usize) -> Result<(), LoadError> {
+        if self.literal_count == patterns {
+            Ok(())
+        } else {
+            Err(LoadError::malformed(format!(
+                "prefilter literal table: {} literals; the prefilter has {patterns}",
+                self.literal_count
+            )))
+        }
     }
 
     /// Gives `visit` the pattern of every literal occurrence in `text`, in the order their ends
@@ -421,6 +435,15 @@ mod tests {
     use aho_corasick::dfa::DFA;
     use proptest::prelude::*;
 
+    /// Reads a table section as the loader does for a prefilter of `patterns` literals.
+    fn read_for(section: &[u8], patterns: usize) -> Result<Option<LiteralTable>, LoadError> {
+        let table = LiteralTable::from_bytes(section)?;
+        if let Some(table) = &table {
+            table.check_literal_count(patterns)?;
+        }
+        Ok(table)
+    }
+
     fn table_walked(table: &LiteralTable, text: &[u8]) -> Vec<usize> {
         let mut seen = Vec::new();
         let _ = table.walk(text, |pattern| {
@@ -477,9 +500,9 @@ mod tests {
         ) {
             let expected = dfa_walked(&literals, text.as_bytes());
             let section = section(&literals);
-            let narrow = LiteralTable::from_bytes(&section, literals.len()).unwrap().unwrap();
+            let narrow = read_for(&section, literals.len()).unwrap().unwrap();
             prop_assert_eq!(&table_walked(&narrow, text.as_bytes()), &expected);
-            let wide = LiteralTable::from_bytes(&widened(&section), literals.len()).unwrap().unwrap();
+            let wide = read_for(&widened(&section), literals.len()).unwrap().unwrap();
             prop_assert_eq!(&table_walked(&wide, text.as_bytes()), &expected);
         }
 
@@ -495,7 +518,7 @@ mod tests {
             let mut section = section(&literals);
             let at = position.index(section.len());
             section[at] = byte;
-            if let Ok(Some(table)) = LiteralTable::from_bytes(&section, literals.len()) {
+            if let Ok(Some(table)) = read_for(&section, literals.len()) {
                 let walked = table_walked(&table, text.as_bytes());
                 prop_assert!(walked.iter().all(|pattern| *pattern < literals.len()));
             }
@@ -504,7 +527,7 @@ mod tests {
 
     #[test]
     fn an_empty_section_is_no_table() {
-        assert!(LiteralTable::from_bytes(&[], 3).unwrap().is_none());
+        assert!(LiteralTable::from_bytes(&[]).unwrap().is_none());
         assert!(build(&[]).is_empty());
     }
 
@@ -549,9 +572,7 @@ mod tests {
             } else {
                 3
             };
-            let error = LiteralTable::from_bytes(&section, patterns)
-                .unwrap_err()
-                .to_string();
+            let error = read_for(&section, patterns).unwrap_err().to_string();
             assert!(
                 error.contains("prefilter literal table"),
                 "{expected}: {error}"
@@ -562,9 +583,7 @@ mod tests {
 
     #[test]
     fn a_break_stops_the_walk() {
-        let table = LiteralTable::from_bytes(&section(&["a".to_owned()]), 1)
-            .unwrap()
-            .unwrap();
+        let table = read_for(&section(&["a".to_owned()]), 1).unwrap().unwrap();
         let mut seen = 0;
         let flow = table.walk(b"aaaa", |_| {
             seen += 1;

@@ -81,56 +81,144 @@ const _: () = {
     assert_send_sync::<Bundle>();
 };
 
-impl Bundle {
-    /// Loads a bundle, validating everything.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, LoadError> {
-        let raw = wire::read(bytes)?;
-        let (model_bytes, other_sections) = raw
+/// A bundle's sections by role.
+struct Sections<'a> {
+    model: &'a [u8],
+    dfas: Vec<&'a [u8]>,
+    /// Empty when the bundle carries none (and in formats before 9).
+    literal_table: &'a [u8],
+}
+
+impl<'a> Sections<'a> {
+    fn of(raw: &wire::RawBundle<'a>) -> Result<Sections<'a>, LoadError> {
+        let (model, other_sections) = raw
             .sections
             .split_first()
             .ok_or_else(|| LoadError::malformed("no sections"))?;
         // Format 9 ends with the prefilter's literal table; the DFAs lie between.
-        let (dfa_sections, literal_table) = if raw.header.format_version >= 9 {
+        let (dfas, literal_table) = if raw.header.format_version >= 9 {
             let (table, dfas) = other_sections
                 .split_last()
                 .ok_or_else(|| LoadError::malformed("no literal table section"))?;
-            (dfas, Some(*table))
+            (dfas, *table)
         } else {
-            (other_sections, None)
+            (other_sections, &[][..])
         };
-        let model: CatalogueModel = match raw.header.format_version {
-            3 => postcard::from_bytes::<model::CatalogueModelV3>(model_bytes)
-                .map(CatalogueModel::from),
-            4 => postcard::from_bytes::<model::CatalogueModelV4>(model_bytes)
-                .map(CatalogueModel::from),
-            5 => postcard::from_bytes::<model::CatalogueModelV5>(model_bytes)
-                .map(CatalogueModel::from),
-            6 => postcard::from_bytes::<model::CatalogueModelV6>(model_bytes)
-                .map(CatalogueModel::from),
-            7 => postcard::from_bytes::<model::CatalogueModelV7>(model_bytes)
-                .map(CatalogueModel::from),
-            _ => postcard::from_bytes(model_bytes),
+        Ok(Sections {
+            model,
+            dfas: dfas.to_vec(),
+            literal_table,
+        })
+    }
+}
+
+/// What a load makes of a bundle's bytes besides its hash and literal table.
+struct Interpreted {
+    model: CatalogueModel,
+    policy: RecoveryPolicy,
+    automata: automata::Automata,
+    prepared: classify::Prepared,
+}
+
+/// Decodes and validates the catalogue model (of `format_version`), its policy and the
+/// automata, and prepares what of the engine needs only them (the patterns' syntax checked).
+fn interpret(
+    model_bytes: &[u8],
+    dfa_sections: &[&[u8]],
+    format_version: u16,
+) -> Result<Interpreted, LoadError> {
+    let model: CatalogueModel = match format_version {
+        3 => postcard::from_bytes::<model::CatalogueModelV3>(model_bytes).map(CatalogueModel::from),
+        4 => postcard::from_bytes::<model::CatalogueModelV4>(model_bytes).map(CatalogueModel::from),
+        5 => postcard::from_bytes::<model::CatalogueModelV5>(model_bytes).map(CatalogueModel::from),
+        6 => postcard::from_bytes::<model::CatalogueModelV6>(model_bytes).map(CatalogueModel::from),
+        7 => postcard::from_bytes::<model::CatalogueModelV7>(model_bytes).map(CatalogueModel::from),
+        _ => postcard::from_bytes(model_bytes),
+    }
+    .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
+    // A bundle without a policy (an older format, or a catalogue without a `policy` block)
+    // gets the reference's defaults; a policy it carries must be valid.
+    let policy = model
+        .policy
+        .clone()
+        .unwrap_or_else(RecoveryPolicy::reference);
+    policy
+        .validate()
+        .map_err(|error| LoadError::malformed(error.to_string()))?;
+    if model.redaction_version != REDACTION_VERSION {
+        return Err(error::Repr::RedactionVersion {
+            bundle: model.redaction_version,
+            runtime: REDACTION_VERSION,
         }
-        .map_err(|error| LoadError::malformed(format!("catalogue model: {error}")))?;
-        // A bundle without a policy (an older format, or a catalogue without a `policy` block)
-        // gets the reference's defaults; a policy it carries must be valid.
-        let policy = model
-            .policy
-            .clone()
-            .unwrap_or_else(RecoveryPolicy::reference);
-        policy
-            .validate()
-            .map_err(|error| LoadError::malformed(error.to_string()))?;
-        if model.redaction_version != REDACTION_VERSION {
-            return Err(error::Repr::RedactionVersion {
-                bundle: model.redaction_version,
-                runtime: REDACTION_VERSION,
+        .into());
+    }
+    let automata = automata::Automata::load(dfa_sections)?;
+    validate::validate_model(&model, automata.all())?;
+    let prepared = classify::Prepared::of(&model)?;
+    Ok(Interpreted {
+        model,
+        policy,
+        automata,
+        prepared,
+    })
+}
+
+impl Bundle {
+    /// Loads a bundle, validating everything.
+    ///
+    /// Checking the content hash and reading the prefilter's literal table (together most of a
+    /// load) need only the bundle's bytes, so a second thread does them while this one decodes
+    /// and validates the catalogue model, the automata and the patterns' syntax; where no thread
+    /// can be started, all of it happens here. What is reported is what checking in order would
+    /// report: a hash mismatch wins over every error found meanwhile.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, LoadError> {
+        let prefix = wire::read_prefix(bytes)?;
+        // The framing is read before the threads start; an error in it is reported only once
+        // the hash is known to hold (otherwise the mismatch is).
+        let framed = wire::read_framing(bytes, &prefix).and_then(|raw| {
+            let sections = Sections::of(&raw)?;
+            Ok((raw.header, sections))
+        });
+        let (header, sections) = match framed {
+            Ok(framed) => framed,
+            Err(error) => {
+                wire::verify_hash(bytes, &prefix)?;
+                return Err(error);
             }
-            .into());
-        }
-        let automata = automata::Automata::load(dfa_sections)?;
-        validate::validate_model(&model, automata.all())?;
-        let engine = classify::Engine::new(&model, automata, literal_table)?;
+        };
+        let Sections {
+            model: model_bytes,
+            dfas: dfa_sections,
+            literal_table,
+        } = sections;
+        let integrity = || {
+            wire::verify_hash(bytes, &prefix)?;
+            literal_table::LiteralTable::from_bytes(literal_table)
+        };
+        let (interpreted, table) = std::thread::scope(|scope| {
+            let spawned = std::thread::Builder::new()
+                .name("faultline-bundle-load".to_owned())
+                .spawn_scoped(scope, integrity);
+            let interpreted = interpret(model_bytes, &dfa_sections, header.format_version);
+            let table = match spawned {
+                Ok(checking) => checking.join().unwrap_or_else(|_| {
+                    Err(LoadError::malformed("checking the bundle's hash failed"))
+                }),
+                Err(_) => integrity(),
+            };
+            (interpreted, table)
+        });
+        let table = match table {
+            Err(error) if error.kind() == LoadErrorKind::HashMismatch => return Err(error),
+            table => table,
+        };
+        let Interpreted {
+            model,
+            policy,
+            automata,
+            prepared,
+        } = interpreted?;
+        let engine = classify::Engine::new(&model, automata, prepared, table?)?;
         let positions = model
             .rules
             .iter()
@@ -138,7 +226,7 @@ impl Bundle {
             .map(|(index, rule)| (rule.id.clone(), RulePosition::from_index(index)))
             .collect();
         Ok(Bundle {
-            header: raw.header,
+            header,
             model,
             engine,
             positions,

@@ -110,11 +110,12 @@ enum Literals {
 }
 
 impl Literals {
-    fn new(literals: &[&str], table: Option<&[u8]>) -> Result<Option<Literals>, LoadError> {
+    fn new(literals: &[&str], table: Option<LiteralTable>) -> Result<Option<Literals>, LoadError> {
         if literals.is_empty() {
             return Ok(None);
         }
-        if let Some(table) = LiteralTable::from_bytes(table.unwrap_or_default(), literals.len())? {
+        if let Some(table) = table {
+            table.check_literal_count(literals.len())?;
             return Ok(Some(Literals::Table(table)));
         }
         let malformed =
@@ -242,11 +243,11 @@ pub(super) fn literal_table_section(model: &CatalogueModel) -> Vec<u8> {
 }
 
 impl Prefilter {
-    /// The prefilter of `model`, walking `table` (the bundle's literal table section, format 9)
-    /// when there is one, and otherwise an automaton built now.
+    /// The prefilter of `model`, walking `table` (read from the bundle's literal table section,
+    /// format 9) when there is one, and otherwise an automaton built now.
     pub(super) fn new(
         model: &CatalogueModel,
-        table: Option<&[u8]>,
+        table: Option<LiteralTable>,
     ) -> Result<Prefilter, LoadError> {
         let mut fold_rules = Vec::new();
         for literal in &model.literals {

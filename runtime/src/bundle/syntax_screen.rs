@@ -27,15 +27,25 @@ const MAX_COUNT_DIGITS: usize = 6;
 /// Whether `pattern` certainly parses; `false` means "not known": ask the parser.
 pub(super) fn certainly_valid(pattern: &str) -> bool {
     let mut screen = Screen {
-        chars: pattern.chars().peekable(),
+        rest: pattern,
         depth: 0,
         repeatable: false,
     };
     screen.run().is_some()
 }
 
+/// Whether `byte` stands for itself wherever it appears outside a class: every byte but the
+/// ASCII ones with a meaning in the syntax (a non-ASCII byte is part of a literal character).
+fn is_plain(byte: u8) -> bool {
+    !matches!(
+        byte,
+        b'\\' | b'(' | b')' | b'|' | b'*' | b'+' | b'?' | b'{' | b'}' | b'[' | b']' | b'^' | b'$'
+    )
+}
+
 struct Screen<'p> {
-    chars: std::iter::Peekable<std::str::Chars<'p>>,
+    /// What is left of the pattern.
+    rest: &'p str,
     depth: usize,
     /// Whether the item just read can take a repetition operator (not at a start, after `|`,
     /// an assertion, a flags group or another repetition).
@@ -46,8 +56,27 @@ struct Screen<'p> {
 type Verdict = Option<()>;
 
 impl Screen<'_> {
+    fn next(&mut self) -> Option<char> {
+        let mut chars = self.rest.chars();
+        let c = chars.next();
+        self.rest = chars.as_str();
+        c
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.rest.chars().next()
+    }
+
     fn run(&mut self) -> Verdict {
-        while let Some(c) = self.chars.next() {
+        loop {
+            // Runs of literal characters, most of a pattern, are skipped a byte at a time. The
+            // run ends before an ASCII byte, so it ends on a character boundary.
+            let plain = self.rest.bytes().take_while(|byte| is_plain(*byte)).count();
+            if plain > 0 {
+                self.rest = self.rest.get(plain..)?;
+                self.repeatable = true;
+            }
+            let Some(c) = self.next() else { break };
             match c {
                 '\\' => {
                     self.repeatable = self.escape_outside_class()?;
@@ -75,11 +104,11 @@ impl Screen<'_> {
 
     /// After `\` outside a class: whether the item read is repeatable.
     fn escape_outside_class(&mut self) -> Option<bool> {
-        let c = self.chars.next()?;
+        let c = self.next()?;
         match c {
             'd' | 'D' | 's' | 'S' | 'w' | 'W' | 't' | 'n' | 'r' | 'f' | 'v' | 'a' => Some(true),
             // Assertions; `\b{…}` is the parser's special word boundary syntax: leave it.
-            'b' | 'B' => (self.chars.peek() != Some(&'{')).then_some(false),
+            'b' | 'B' => (self.peek() != Some('{')).then_some(false),
             'A' | 'z' => Some(false),
             'x' | 'u' | 'U' => self.hex_literal(c).map(|_| true),
             'p' | 'P' => self.unicode_class().then_some(true),
@@ -89,11 +118,11 @@ impl Screen<'_> {
 
     /// After `\p` or `\P`: one letter, or a braced name of letters, digits and `_`.
     fn unicode_class(&mut self) -> bool {
-        match self.chars.next() {
+        match self.next() {
             Some('{') => {
                 let mut length = 0;
                 loop {
-                    match self.chars.next() {
+                    match self.next() {
                         Some('}') if length > 0 => return true,
                         Some(c) if c.is_ascii_alphanumeric() || c == '_' => {
                             length += 1;
@@ -109,13 +138,13 @@ impl Screen<'_> {
 
     /// After `(`: a capture group, a non-capturing group with flags, or a flags group.
     fn open_group(&mut self) -> Verdict {
-        if self.chars.peek() == Some(&'?') {
-            self.chars.next();
+        if self.peek() == Some('?') {
+            self.next();
             let mut seen = String::new();
             let mut negated = false;
             let mut flag_after_negation = false;
             loop {
-                match self.chars.next()? {
+                match self.next()? {
                     ':' => break,
                     ')' => {
                         // A flags group: nothing to repeat after it.
@@ -150,8 +179,8 @@ impl Screen<'_> {
         if !self.repeatable {
             return None;
         }
-        if self.chars.peek() == Some(&'?') {
-            self.chars.next();
+        if self.peek() == Some('?') {
+            self.next();
         }
         self.repeatable = false;
         Some(())
@@ -163,22 +192,22 @@ impl Screen<'_> {
             return None;
         }
         let min = self.decimal()?;
-        match self.chars.next()? {
+        match self.next()? {
             '}' => {}
             ',' => {
-                if self.chars.peek() == Some(&'}') {
-                    self.chars.next();
+                if self.peek() == Some('}') {
+                    self.next();
                 } else {
                     let max = self.decimal()?;
-                    if max < min || self.chars.next()? != '}' {
+                    if max < min || self.next()? != '}' {
                         return None;
                     }
                 }
             }
             _ => return None,
         }
-        if self.chars.peek() == Some(&'?') {
-            self.chars.next();
+        if self.peek() == Some('?') {
+            self.next();
         }
         self.repeatable = false;
         Some(())
@@ -187,11 +216,11 @@ impl Screen<'_> {
     fn decimal(&mut self) -> Option<u32> {
         let mut value: u32 = 0;
         let mut digits = 0;
-        while let Some(digit) = self.chars.peek().and_then(|c| c.to_digit(10)) {
+        while let Some(digit) = self.peek().and_then(|c| c.to_digit(10)) {
             if digits == MAX_COUNT_DIGITS {
                 return None;
             }
-            self.chars.next();
+            self.next();
             value = value * 10 + digit;
             digits += 1;
         }
@@ -200,24 +229,24 @@ impl Screen<'_> {
 
     /// After `[`: a class of literals, ranges, escapes and nested classes, without set operations.
     fn class(&mut self) -> Verdict {
-        if self.chars.peek() == Some(&'^') {
-            self.chars.next();
+        if self.peek() == Some('^') {
+            self.next();
         }
         // A `]` or a `-` first is a literal.
-        let mut previous = match self.chars.peek() {
+        let mut previous = match self.peek() {
             Some(']') | Some('-') => {
-                let literal = self.chars.next()?;
+                let literal = self.next()?;
                 ClassItem::Literal(literal)
             }
             _ => ClassItem::Start,
         };
         loop {
-            let c = self.chars.next()?;
+            let c = self.next()?;
             previous = match c {
                 ']' if previous != ClassItem::Start => return Some(()),
                 // A nested class (the compiler writes `[^[^\t\n\x0C\r ]\n]` for `[^\S\n]`); an
                 // ASCII class (`[:alpha:]`) is left to the parser.
-                '[' if self.chars.peek() != Some(&':') => {
+                '[' if self.peek() != Some(':') => {
                     self.depth += 1;
                     if self.depth > MAX_GROUP_DEPTH {
                         return None;
@@ -227,12 +256,12 @@ impl Screen<'_> {
                     ClassItem::Other
                 }
                 '[' => return None,
-                '&' | '~' if self.chars.peek() == Some(&c) => return None,
+                '&' | '~' if self.peek() == Some(c) => return None,
                 '-' => {
-                    if self.chars.peek() == Some(&']') {
+                    if self.peek() == Some(']') {
                         ClassItem::Other
                     } else if let ClassItem::Literal(start) = previous {
-                        let end = match self.chars.next()? {
+                        let end = match self.next()? {
                             '\\' => match self.escape_in_class()? {
                                 ClassItem::Literal(end) => end,
                                 _ => return None,
@@ -256,7 +285,7 @@ impl Screen<'_> {
 
     /// After `\` inside a class.
     fn escape_in_class(&mut self) -> Option<ClassItem> {
-        let c = self.chars.next()?;
+        let c = self.next()?;
         let literal = match c {
             'd' | 'D' | 's' | 'S' | 'w' | 'W' => return Some(ClassItem::Other),
             'p' | 'P' => return self.unicode_class().then_some(ClassItem::Other),
@@ -282,11 +311,11 @@ impl Screen<'_> {
             _ => 8,
         };
         let mut value: u32 = 0;
-        if self.chars.peek() == Some(&'{') {
-            self.chars.next();
+        if self.peek() == Some('{') {
+            self.next();
             let mut digits = 0;
             loop {
-                match self.chars.next()? {
+                match self.next()? {
                     '}' if digits > 0 => break,
                     c if c.is_ascii_hexdigit() && digits < 6 => {
                         value = value * 16 + c.to_digit(16)?;
@@ -297,7 +326,7 @@ impl Screen<'_> {
             }
         } else {
             for _ in 0..fixed {
-                value = value * 16 + self.chars.next()?.to_digit(16)?;
+                value = value * 16 + self.next()?.to_digit(16)?;
             }
         }
         char::from_u32(value)

@@ -26,7 +26,14 @@
 //! `TooNew`/`TooOld`, not a hash mismatch), then the content hash, and only then interprets any
 //! other byte: a file that passes the hash check is byte for byte the file the compiler wrote,
 //! or was rewritten on purpose (the hash detects corruption; it is not a signature). The rest of
-//! the validation is there for such deliberately rewritten files.
+//! the validation is there for such deliberately rewritten files. Because that validation is
+//! complete, the loader may interpret the bytes while another thread checks the hash (hashing
+//! is the longest single step of a load): what it reports is what that order gives, since a
+//! hash mismatch wins over any error found meanwhile and no bundle is returned before the hash
+//! is known to hold.
+//!
+//! Reading is three steps, in this order: [`read_prefix`], [`verify_hash`], [`read_framing`]
+//! (the header and the section table; the sections' contents are validated by the caller).
 
 use sha2::{Digest, Sha256};
 
@@ -158,15 +165,22 @@ pub fn content_hash(bytes: &[u8]) -> Result<[u8; 32], LoadError> {
     Ok(hasher.finalize().into())
 }
 
-/// Parses and validates the framing of a bundle: magic, versions, content hash, endianness,
-/// header, section table. The sections' contents are validated by the caller.
-pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, LoadError> {
+/// The versioned prefix of a bundle and the hash it stores: what is read before the hash is
+/// checked, because how the rest of the file is laid out, the hash included, depends on it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Prefix {
+    format_version: u16,
+    min_reader_version: u16,
+    stored_hash: [u8; 32],
+}
+
+/// Reads the versioned prefix: magic, format version, minimum reader version, and the stored
+/// content hash (not yet checked).
+pub(super) fn read_prefix(bytes: &[u8]) -> Result<Prefix, LoadError> {
     let mut cursor = Cursor { bytes, at: 0 };
     if cursor.array::<8>("magic")? != MAGIC {
         return Err(Repr::BadMagic.into());
     }
-    // The versioned prefix is read before the hash is checked: how the rest of the file is laid
-    // out, the hash included, depends on the format.
     let format_version = cursor.u16("format version")?;
     let min_reader_version = cursor.u16("minimum reader version")?;
     if min_reader_version > READER_VERSION {
@@ -187,14 +201,43 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, LoadError> {
     if bytes.len() < FIXED_HEADER {
         return Err(LoadError::truncated(FIXED_HEADER, bytes.len()));
     }
-    // No other byte is interpreted before the hash is known to cover it as written.
     let stored_hash: [u8; 32] = bytes
         .get(HASH_RANGE)
         .and_then(|field| field.try_into().ok())
         .ok_or_else(|| LoadError::truncated(HASH_RANGE.end, bytes.len()))?;
-    if content_hash(bytes)? != stored_hash {
-        return Err(Repr::HashMismatch.into());
+    Ok(Prefix {
+        format_version,
+        min_reader_version,
+        stored_hash,
+    })
+}
+
+/// Checks that the content hash covers the file as written.
+pub(super) fn verify_hash(bytes: &[u8], prefix: &Prefix) -> Result<(), LoadError> {
+    if content_hash(bytes)? == prefix.stored_hash {
+        Ok(())
+    } else {
+        Err(Repr::HashMismatch.into())
     }
+}
+
+/// Reads everything after the prefix but the sections' contents: endianness, header, section
+/// table. The loader calls it before the hash is checked (see [`super::Bundle::from_bytes`])
+/// and lets a hash mismatch win over any error it finds.
+pub(super) fn read_framing<'a>(
+    bytes: &'a [u8],
+    prefix: &Prefix,
+) -> Result<RawBundle<'a>, LoadError> {
+    let Prefix {
+        format_version,
+        min_reader_version,
+        stored_hash,
+    } = *prefix;
+    // After the magic and the two versions.
+    let mut cursor = Cursor {
+        bytes,
+        at: MAGIC.len() + 4,
+    };
     let endianness = cursor.array::<4>("endianness")?;
     if endianness != [ENDIANNESS_LITTLE, 0, 0, 0] {
         return Err(LoadError::malformed(
@@ -209,7 +252,7 @@ pub fn read(bytes: &[u8]) -> Result<RawBundle<'_>, LoadError> {
     let header_len = usize::try_from(cursor.u32("header length")?)
         .map_err(|_| LoadError::malformed("header length"))?;
     let section_count = cursor.u32("section count")?;
-    // Already checked above, as part of the whole file.
+    // The stored hash, read with the prefix and checked by `verify_hash`.
     cursor.take(HASH_RANGE.len(), "content hash")?;
     let manifest_hash = cursor.array::<32>("manifest hash")?;
     if header_len % 8 != 0 || header_len < FIXED_HEADER {
