@@ -47,28 +47,9 @@ struct ViewPattern {
 #[derive(Debug)]
 pub(super) struct Engine {
     automata: Automata,
-    views: Vec<ViewEngine>,
     prefilter: Prefilter,
-    /// Whether some literal the prefilter requires holds a line break (see
-    /// [`Engine::literals_span_lines`]).
-    literals_span_lines: bool,
-    /// Rules above low confidence that fire on their structured guards alone (no text
-    /// matcher) or that the prefilter never skips, with the structured parts their guards
-    /// need: the gate checks their guards first.
-    ungated: Vec<(usize, Parts)>,
-    /// Every rule the prefilter cannot skip (no text matcher, or not gated), in order: with the
-    /// rules the prefilter admits, the only rules a classification evaluates, so that its cost
-    /// follows what the text mentions, not the size of the catalogue.
-    unskippable: Vec<usize>,
-    /// Those of [`Engine::unskippable`] whose guards need no structured part (status, exit
-    /// code, headers, body): the only ones that can fire on text-only evidence, the usual kind.
-    unskippable_textual: Vec<usize>,
-    /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
-    rule_regexes: Vec<RuleRegexes>,
-    /// What the catalogue's catch-all (its last rule) answers, without excerpt and catalogue
-    /// version: the answer should no rule ever fire. Taken from the catalogue, so that the
-    /// runtime never makes up a code or a rule of its own.
-    catch_all: Classification,
+    /// Everything else, which needs only the catalogue model.
+    prepared: Prepared,
 }
 
 /// What one rule walk over a piece of evidence found ([`Engine::classify`]).
@@ -143,11 +124,25 @@ fn view_engines(model: &CatalogueModel) -> Vec<ViewEngine> {
 #[derive(Debug)]
 pub(super) struct Prepared {
     views: Vec<ViewEngine>,
+    /// Whether some literal the prefilter requires holds a line break (see
+    /// [`Engine::literals_span_lines`]).
     literals_span_lines: bool,
+    /// Rules above low confidence that fire on their structured guards alone (no text
+    /// matcher) or that the prefilter never skips, with the structured parts their guards
+    /// need: the gate checks their guards first.
     ungated: Vec<(usize, Parts)>,
+    /// Every rule the prefilter cannot skip (no text matcher, or not gated), in order: with the
+    /// rules the prefilter admits, the only rules a classification evaluates, so that its cost
+    /// follows what the text mentions, not the size of the catalogue.
     unskippable: Vec<usize>,
+    /// Those of [`Prepared::unskippable`] whose guards need no structured part (status, exit
+    /// code, headers, body): the only ones that can fire on text-only evidence, the usual kind.
     unskippable_textual: Vec<usize>,
+    /// Per rule: compiled case-insensitive literal regexes and capture regexes, by matcher.
     rule_regexes: Vec<RuleRegexes>,
+    /// What the catalogue's catch-all (its last rule) answers, without excerpt and catalogue
+    /// version: the answer should no rule ever fire. Taken from the catalogue, so that the
+    /// runtime never makes up a code or a rule of its own.
     catch_all: Classification,
 }
 
@@ -231,8 +226,8 @@ impl Engine {
     /// Gives every regex of the engine that `compiled` knows its compiled form (see
     /// [`LazyRegex::adopt`]).
     pub(super) fn adopt_regexes(&self, compiled: &mut dyn FnMut(&str) -> Option<regex::Regex>) {
-        let views = self.views.iter().flat_map(|view| &view.patterns);
-        let rules = self.rule_regexes.iter().flat_map(|rule| {
+        let views = self.prepared.views.iter().flat_map(|view| &view.patterns);
+        let rules = self.prepared.rule_regexes.iter().flat_map(|rule| {
             rule.literal
                 .iter()
                 .flatten()
@@ -248,7 +243,7 @@ impl Engine {
     /// Whether some literal the prefilter requires holds a line break, so that cutting lines
     /// down (an unwrapped reading) could make one appear where the text as given has none.
     pub(super) fn literals_span_lines(&self) -> bool {
-        self.literals_span_lines
+        self.prepared.literals_span_lines
     }
 
     pub(super) fn literal_table_bytes(&self) -> Option<usize> {
@@ -264,25 +259,10 @@ impl Engine {
         prepared: Prepared,
         literal_table: Option<LiteralTable>,
     ) -> Result<Engine, LoadError> {
-        let Prepared {
-            views,
-            literals_span_lines,
-            ungated,
-            unskippable,
-            unskippable_textual,
-            rule_regexes,
-            catch_all,
-        } = prepared;
         Ok(Engine {
             automata,
-            views,
             prefilter: Prefilter::new(model, literal_table)?,
-            literals_span_lines,
-            ungated,
-            unskippable,
-            unskippable_textual,
-            rule_regexes,
-            catch_all,
+            prepared,
         })
     }
 
@@ -303,7 +283,7 @@ impl Engine {
     /// hold on `evidence`.
     fn ungated_may_fire(&self, model: &CatalogueModel, evidence: &Evidence) -> bool {
         let carried = Parts::carried_by(evidence);
-        self.ungated.iter().any(|(index, needed)| {
+        self.prepared.ungated.iter().any(|(index, needed)| {
             carried.covers(*needed)
                 && model
                     .rules
@@ -393,9 +373,9 @@ impl Engine {
             admitted.dedup();
             admitted_above_low = admitted.iter().any(|index| above_low(*index));
             let unskippable = if Parts::carried_by(evidence) == Parts::NONE {
-                &self.unskippable_textual
+                &self.prepared.unskippable_textual
             } else {
-                &self.unskippable
+                &self.prepared.unskippable
             };
             for index in merged(&admitted, unskippable) {
                 let Some(rule) = model.rules.get(index) else {
@@ -435,9 +415,9 @@ impl Engine {
         admitted.sort_unstable();
         admitted.dedup();
         let unskippable = if Parts::carried_by(evidence) == Parts::NONE {
-            &self.unskippable_textual
+            &self.prepared.unskippable_textual
         } else {
-            &self.unskippable
+            &self.prepared.unskippable
         };
         let low = |index: usize| {
             model
@@ -499,7 +479,7 @@ impl Engine {
         });
         let Some((position, rule, code, remediation)) = found else {
             // Unreachable for a loaded bundle: the catch-all's answer, checked at load, stands in.
-            let mut fallback = self.catch_all.clone();
+            let mut fallback = self.prepared.catch_all.clone();
             fallback.catalogue_version = catalogue_version.to_owned();
             fallback.excerpt = self.excerpt(None, evidence, texts);
             return Walked {
@@ -540,6 +520,7 @@ impl Engine {
             && matcher.view == TextView::Body
         {
             let literal = self
+                .prepared
                 .rule_regexes
                 .get(index)
                 .and_then(|r| r.literal.first())
@@ -569,10 +550,12 @@ impl Engine {
         };
         // The engine's views are the model's, in the same order.
         let index = self
+            .prepared
             .views
             .iter()
             .position(|view| view.view == matcher.view)?;
         let regex = self
+            .prepared
             .views
             .get(index)?
             .patterns
@@ -604,7 +587,7 @@ impl Engine {
         if !rule.matchers.is_empty() && rule.gated && !admitted {
             return Outcome::Prefiltered;
         }
-        let regexes = self.rule_regexes.get(index);
+        let regexes = self.prepared.rule_regexes.get(index);
         for (position, matcher) in rule.matchers.iter().enumerate() {
             let literal = regexes
                 .and_then(|r| r.literal.get(position))
@@ -682,11 +665,15 @@ impl Engine {
                 pattern,
                 group_equals,
             } => {
-                let Some(view_index) = self.views.iter().position(|view| view.view == matcher.view)
+                let Some(view_index) = self
+                    .prepared
+                    .views
+                    .iter()
+                    .position(|view| view.view == matcher.view)
                 else {
                     return false;
                 };
-                let Some(view) = self.views.get(view_index) else {
+                let Some(view) = self.prepared.views.get(view_index) else {
                     return false;
                 };
                 let Some(ViewPattern {
@@ -768,7 +755,8 @@ impl Engine {
 
     /// Empty scan results, one per DFA of each view.
     fn scan_cells(&self) -> Vec<Vec<OnceCell<PatternSet>>> {
-        self.views
+        self.prepared
+            .views
             .iter()
             .map(|view| view.dfas.iter().map(|_| OnceCell::new()).collect())
             .collect()
