@@ -15,6 +15,7 @@ mod fmt;
 mod inspect;
 mod json_lines;
 mod order;
+mod pages;
 mod record;
 mod recover;
 mod replay;
@@ -196,6 +197,12 @@ pub fn run() -> std::process::ExitCode {
             return exit.into();
         }
     };
+    if matches!(
+        cli.command,
+        Command::Check(_) | Command::Test(_) | Command::Build(_) | Command::Order(_)
+    ) {
+        pages::prefer_small_pages();
+    }
     let exit = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => fmt::run(&args),
