@@ -99,6 +99,11 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../catalogue/gateways.rules"),
     ),
     (
+        "sentences.rules",
+        include_str!("../../catalogue/sentences.rules"),
+    ),
+    ("status.rules", include_str!("../../catalogue/status.rules")),
+    (
         "network.rules",
         include_str!("../../catalogue/network.rules"),
     ),
