@@ -22,7 +22,9 @@
 //!    status code such as `[resource_exhausted]`), then, on the text's first line with text, a
 //!    program's name labelling it (`mytool: `; not a word prose opens with, `bug: `, `FYI: `);
 //! 3. a request or trace id in parentheses or brackets at the line's end;
-//! 4. double or single quotes enclosing what is left;
+//! 4. double or single quotes enclosing what is left, unless they may open or close a quoted
+//!    value inside it (an object member's key, or the same quote within: taking them off would
+//!    leave a secret's value unclosed for the redaction);
 //! 5. in [`Unwrapping::LogWrappingAndErrorLabel`] only, an `Error:` opening what is left (a
 //!    wrapper's own label before a message that has its own);
 //! 6. in [`Unwrapping::LogWrappingAndFullStop`] only, and on the text's last line with text only,
@@ -438,6 +440,7 @@ fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &
                 && has_text(inner)
                 && inner.trim().len() == inner.len()
                 && !opens_with_member_key(inner, quote)
+                && !holds_quoted_value(inner, quote)
             {
                 rest = without_closing_full_stop(inner, full_stop);
                 break;
@@ -453,6 +456,34 @@ fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &
         rest = after.trim_start_matches(BLANKS);
     }
     rest
+}
+
+/// Whether `inner`, the text between a line's quotes, holds that quote itself where a quoted
+/// value could open or close: an unescaped double quote anywhere, or a single quote beside a
+/// `:` or `=`. The quotes then need not enclose one message: the last may close a value
+/// (`"Failed to fetch" … "passwd": "two words"`), and taking them off would leave the value
+/// unclosed, whose second word the redaction no longer recognises as part of it.
+fn holds_quoted_value(inner: &str, quote: char) -> bool {
+    let mut escaped = false;
+    let mut last_non_blank = None;
+    for (at, c) in inner.char_indices() {
+        if c == quote && !escaped {
+            if quote == '"' {
+                return true;
+            }
+            let next = inner
+                .get(at + c.len_utf8()..)
+                .and_then(|after| after.trim_start().chars().next());
+            if matches!(last_non_blank, Some(':' | '=')) || matches!(next, Some(':' | '=')) {
+                return true;
+            }
+        }
+        escaped = c == '\\' && !escaped;
+        if !c.is_whitespace() {
+            last_non_blank = Some(c);
+        }
+    }
+    false
 }
 
 /// Whether `inner`, the text between a line's quotes, opens with a quoted key's name and its
@@ -778,6 +809,25 @@ mod tests {
         assert_eq!(
             first(r#"[ERROR] "Overloaded" [x-request-id=8f1e2d]"#).as_deref(),
             Some("Overloaded")
+        );
+    }
+
+    /// Quotes that open a message and close a quoted value inside it are not one pair: taking
+    /// them off would leave the value unclosed, and the redaction would take only its first word
+    /// (found by the planted-secret test, tests/redaction.rs, after the fixtures grew).
+    #[test]
+    fn quotes_that_close_a_value_inside_stay() {
+        let planted = r#""Failed to fetch" ollama models https://api.example.com/v1/"passwd": "PH?zqEHKE yu^--XpTv8Q""#;
+        assert_eq!(first(planted), None);
+        assert_eq!(first(r#"'no healthy upstream secret='two words''"#), None);
+        // Escaped quotes inside a quoted message, and an apostrophe, still let its quotes go.
+        assert_eq!(
+            first(r#""Error: {\"error\":\"overloaded\"}""#).as_deref(),
+            Some(r#"Error: {\"error\":\"overloaded\"}"#)
+        );
+        assert_eq!(
+            first("'You don't have access to this model'").as_deref(),
+            Some("You don't have access to this model")
         );
     }
 
