@@ -439,7 +439,6 @@ fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &
                 .and_then(|inner| inner.strip_suffix(quote))
                 && has_text(inner)
                 && inner.trim().len() == inner.len()
-                && !opens_with_member_key(inner, quote)
                 && !holds_quoted_value(inner, quote)
             {
                 rest = without_closing_full_stop(inner, full_stop);
@@ -460,9 +459,10 @@ fn unwrap_line(line: &str, cuts: Cuts, opens_text: bool, closes_text: bool) -> &
 
 /// Whether `inner`, the text between a line's quotes, holds that quote itself where a quoted
 /// value could open or close: an unescaped double quote anywhere, or a single quote beside a
-/// `:` or `=`. The quotes then need not enclose one message: the last may close a value
-/// (`"Failed to fetch" … "passwd": "two words"`), and taking them off would leave the value
-/// unclosed, whose second word the redaction no longer recognises as part of it.
+/// `:` or `=`. The quotes then need not enclose one message: the line may be a member of an
+/// object (`"authorization": "Basic …"`), or the last quote may close a value (`"Failed to
+/// fetch" … "passwd": "two words"`), and taking them off would leave the value unclosed, whose
+/// second word the redaction no longer recognises as part of it.
 fn holds_quoted_value(inner: &str, quote: char) -> bool {
     let mut escaped = false;
     let mut last_non_blank = None;
@@ -484,18 +484,6 @@ fn holds_quoted_value(inner: &str, quote: char) -> bool {
         }
     }
     false
-}
-
-/// Whether `inner`, the text between a line's quotes, opens with a quoted key's name and its
-/// closing quote, then a colon: the line is a member of an object (`"authorization": "Basic …"`),
-/// not a message in quotes, and taking its quotes off would leave `authorization": "Basic …`,
-/// whose secret the redaction no longer recognises.
-fn opens_with_member_key(inner: &str, quote: char) -> bool {
-    inner.split_once(quote).is_some_and(|(key, after)| {
-        !key.is_empty()
-            && !key.contains(char::is_whitespace)
-            && after.trim_start_matches(BLANKS).starts_with(':')
-    })
 }
 
 /// What lies between the double or single quotes that open the text's first line and close its
