@@ -57,6 +57,10 @@ pub const FILES: &[(&str, &str)] = &[
         "providers/xai.rules",
         include_str!("../../catalogue/providers/xai.rules"),
     ),
+    (
+        "providers/platforms.rules",
+        include_str!("../../catalogue/providers/platforms.rules"),
+    ),
     ("sdks.rules", include_str!("../../catalogue/sdks.rules")),
     (
         "agents/claude.rules",
