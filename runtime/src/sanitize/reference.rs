@@ -544,7 +544,27 @@ fn scan_value(text: &str, start: usize) -> usize {
 /// Where a value starting at `start` ends, not looking inside it for further assignments.
 fn value_end(text: &str, start: usize) -> usize {
     // Not quoted, or an unterminated quote: a bare value.
-    quoted_end(text, start).unwrap_or_else(|| bare_end(text, start))
+    written_mark_end(text, start)
+        .or_else(|| quoted_end(text, start))
+        .unwrap_or_else(|| bare_end(text, start))
+}
+
+/// Where a value ends that is this tier's own mark, `***`, followed by what ends a quoted
+/// value's glued tail (a blank, `,;:}])>`, a quote or a backslash) or by nothing.
+///
+/// A quoted value is replaced without what follows its closing quote (`{\"token\":\"abc\",
+/// \"x\":1}` keeps `,\"x\":1}`), but a second pass would read `***,\"x\":1` as one bare value
+/// and take the rest along: read as the mark, the redacted text redacts to itself.
+fn written_mark_end(text: &str, start: usize) -> Option<usize> {
+    let after = text.get(start..)?.strip_prefix("***")?;
+    let ends_here = after.bytes().next().is_none_or(|byte| {
+        byte.is_ascii_whitespace()
+            || matches!(
+                byte,
+                b',' | b';' | b':' | b'}' | b']' | b')' | b'>' | b'"' | b'\'' | b'\\'
+            )
+    });
+    ends_here.then_some(start + "***".len())
 }
 
 /// Where a bare value starting at `start` ends: at a blank, leaving trailing `}])>` and `,`/`;`

@@ -638,3 +638,29 @@ fn an_assignment_inside_a_value_takes_its_quoted_value_along() {
         );
     }
 }
+
+#[test]
+fn a_quoted_value_followed_by_a_delimiter_redacts_to_itself() {
+    // What follows a quoted value's closing quote stays; the second pass reads the `***` left
+    // before it as the tier's own mark, not as a bare value running on.
+    for (text, redacted) in [
+        ("--token=\"\\\\\": ", "--token ***: "),
+        ("token: \"abc\": x", "token: ***: x"),
+        (
+            "{\\\"token\\\":\\\"abc\\\",\\\"x\\\":1}",
+            "{\\\"token\\\": ***,\\\"x\\\":1}",
+        ),
+        ("--token \"abc\":8080 rest", "--token ***:8080 rest"),
+        ("--token 'abc'\" rest", "--token ***\" rest"),
+        ("token: 'abc'\\x rest", "token: ***\\x rest"),
+    ] {
+        let once = credentials_unbounded(text);
+        assert_eq!(once, redacted, "{text}");
+        assert_eq!(credentials_unbounded(&once), once, "{text}");
+    }
+    // A mark glued to more of a value is not the mark: the value is still taken whole.
+    assert_eq!(
+        credentials_unbounded("--token ***abc rest"),
+        "--token *** rest"
+    );
+}
