@@ -67,7 +67,7 @@ pub fn manifest_hash(loaded: &LoadedCatalogue) -> [u8; 32] {
 /// most of their time, each case-insensitive pattern's translation being costly, and the
 /// patterns are independent of one another.
 fn prefetch_patterns(db: &dyn Db, loaded: &LoadedCatalogue, budget: &Budget) {
-    use faultline_dsl::ast::{ClauseKind, Item, MatcherKind};
+    use faultline_dsl::ast::{ClauseKind, Item, MatcherKind, VetoBody};
     let mut patterns: Vec<&str> = Vec::new();
     for file in &loaded.files {
         for item in &file.syntax.items {
@@ -80,7 +80,11 @@ fn prefetch_patterns(db: &dyn Db, loaded: &LoadedCatalogue, budget: &Budget) {
                         _ => None,
                     })
                     .collect(),
-                Item::Veto(veto) => vec![&veto.matcher],
+                Item::Veto(veto) => match &veto.body {
+                    VetoBody::Matcher(matcher) => vec![matcher],
+                    // Its members' matchers are their own declarations'.
+                    VetoBody::Set(_) => continue,
+                },
                 _ => continue,
             };
             for matcher in matchers {

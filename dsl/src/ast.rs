@@ -116,10 +116,11 @@ pub struct ProviderDecl {
 }
 
 /// A shared veto: a matcher declared once, with a name, which rules use as `unless <name>`
-/// (the same prose veto is wanted by many rules).
+/// (the same prose veto is wanted by many rules); or a veto set, several shared vetoes that rules
+/// name at once.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VetoDecl {
-    /// From the first doc comment (or keyword) to the end of the matcher.
+    /// From the first doc comment (or keyword) to the end of the matcher or set.
     pub span: Span,
     /// `///` doc comment lines, without the `///` marker.
     pub docs: Vec<Spanned<String>>,
@@ -127,8 +128,28 @@ pub struct VetoDecl {
     pub keyword: Span,
     /// The name rules use it by.
     pub name: Name,
-    /// What it matches.
-    pub matcher: Matcher,
+    /// What it vetoes.
+    pub body: VetoBody,
+}
+
+/// What a shared veto declaration names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum VetoBody {
+    /// `veto <name> <matcher>`: one matcher.
+    Matcher(Matcher),
+    /// `veto <name> [<veto>, <veto>, …]`: other shared vetoes (each declared with a matcher),
+    /// all of which `unless <name>` applies.
+    Set(VetoSet),
+}
+
+/// The members of a veto set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VetoSet {
+    /// The brackets and everything between.
+    pub span: Span,
+    /// The shared vetoes it names, in order.
+    pub members: Vec<Name>,
 }
 
 /// A `code` or `rule` block.

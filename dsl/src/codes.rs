@@ -430,6 +430,11 @@ diagnostic_codes! {
     ///
     /// Fix: use it in the rules it was written for, or delete it.
     UnusedVeto = "0065", "unused-veto", Warning, "shared veto never used";
+    /// A veto set (`veto <name> [a, b]`) names another veto set. A set lists shared vetoes
+    /// declared with a matcher, so that what `unless <name>` applies reads off one line.
+    ///
+    /// Fix: list the other set's members instead of its name.
+    NestedVetoSet = "0066", "nested-veto-set", Error, "veto set inside a veto set";
     /// `before`, `after` and ranks order rules into a cycle, so no effective order exists. The
     /// message lists the cycle; the labels show each relation on it.
     ///

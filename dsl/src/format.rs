@@ -270,11 +270,18 @@ impl Printer<'_> {
                 for doc in &veto.docs {
                     out.push_str(&format!("///{}\n", doc.value.trim_end()));
                 }
-                out.push_str(&format!(
-                    "veto {} {}",
-                    veto.name.value,
-                    self.matcher(&veto.matcher)
-                ));
+                let body = match &veto.body {
+                    VetoBody::Matcher(matcher) => self.matcher(matcher),
+                    VetoBody::Set(set) => format!(
+                        "[{}]",
+                        set.members
+                            .iter()
+                            .map(|member| member.value.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                out.push_str(&format!("veto {} {body}", veto.name.value));
             }
         }
     }

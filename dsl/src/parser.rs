@@ -440,18 +440,29 @@ impl Builder<'_> {
     }
 
     fn veto(&mut self, pair: &Pair<'_, Rule>) -> Option<VetoDecl> {
-        let matcher = children(pair).find(|child| {
+        let body = children(pair).find(|child| {
             matches!(
                 child.as_rule(),
-                Rule::m_regex | Rule::m_prefix | Rule::m_whole | Rule::m_contains
+                Rule::m_regex | Rule::m_prefix | Rule::m_whole | Rule::m_contains | Rule::veto_set
             )
         })?;
+        let body = if body.as_rule() == Rule::veto_set {
+            VetoBody::Set(VetoSet {
+                span: self.span(&body),
+                members: children(&body)
+                    .filter(|child| child.as_rule() == Rule::veto_name)
+                    .map(|member| self.name(&member))
+                    .collect(),
+            })
+        } else {
+            VetoBody::Matcher(self.matcher(&body)?)
+        };
         Some(VetoDecl {
             span: self.span(pair),
             docs: self.docs(pair),
             keyword: self.span(&find(pair, Rule::kw_veto)?),
             name: self.name(&find(pair, Rule::veto_name)?),
-            matcher: self.matcher(&matcher)?,
+            body,
         })
     }
 
@@ -980,8 +991,11 @@ mod tests {
         };
         assert_eq!(veto.name.value, "commit_title");
         assert_eq!(veto.docs[0].value, " Commit titles.");
+        let VetoBody::Matcher(matcher) = &veto.body else {
+            panic!("{:?}", veto.body)
+        };
         assert_eq!(
-            &text[veto.matcher.span.start..veto.matcher.span.end],
+            &text[matcher.span.start..matcher.span.end],
             "regex r\"^fix: \" on raw"
         );
         let Item::Rule(rule) = &file.items[1] else {
@@ -1006,6 +1020,28 @@ mod tests {
         }
     }
 
+
+    #[test]
+    fn a_veto_set_names_its_members_in_order() {
+        let text = "/// Prose.\nveto prose [commit_title, issue_title ,\n guide,]\n";
+        let (file, diagnostics) = parse_text(text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let Item::Veto(veto) = &file.items[0] else {
+            panic!("{:?}", file.items[0])
+        };
+        assert_eq!(veto.name.value, "prose");
+        let VetoBody::Set(set) = &veto.body else {
+            panic!("{:?}", veto.body)
+        };
+        let members: Vec<&str> = set.members.iter().map(|member| member.value.as_str()).collect();
+        assert_eq!(members, ["commit_title", "issue_title", "guide"]);
+        assert_eq!(&text[set.span.start..set.span.end], "[commit_title, issue_title ,\n guide,]");
+        // A set is not empty, and holds names, not matchers.
+        for bad in ["veto prose []\n", "veto prose [contains \"a\"]\n"] {
+            let (_, diagnostics) = parse_text(bad);
+            assert!(!diagnostics.is_empty(), "{bad}");
+        }
+    }
     #[test]
     fn unterminated_string_is_named_as_such() {
         let (_, diagnostics) = parse_text("provider \"claude-acp\n");

@@ -21,9 +21,10 @@ pub(super) struct Declarations<'a> {
     pub(super) rules: HashMap<String, (&'a Arc<SourceFile>, &'a Block)>,
     /// Shared veto name → (file, declaration), first declaration.
     pub(super) vetoes: BTreeMap<String, (&'a Arc<SourceFile>, &'a ast::VetoDecl)>,
-    /// Shared veto name → its matcher as checked once at its declaration (`None` when it has
-    /// errors, reported there); filled by [`Checker::shared_vetoes`].
-    pub(super) checked_vetoes: HashMap<String, Option<TextMatcher>>,
+    /// Shared veto name → its matchers as checked once at its declaration: one for a veto, its
+    /// members' for a veto set (`None` when it has errors, reported there); filled by
+    /// [`Checker::shared_vetoes`].
+    pub(super) checked_vetoes: HashMap<String, Option<Vec<TextMatcher>>>,
 }
 
 fn version_is_valid(version: &str) -> bool {
@@ -215,10 +216,72 @@ impl Checker<'_> {
 
     /// Checks each shared veto's matcher once, where it is declared: its errors are reported
     /// there, not at every rule that uses it.
+    ///
+    /// A veto set's members are resolved after every single veto is checked: each must be declared,
+    /// with a matcher (a set inside a set is refused, so that a set reads as the list it is).
     pub(super) fn shared_vetoes(&mut self, declarations: &mut Declarations<'_>) {
-        let mut checked = HashMap::new();
+        let mut checked: HashMap<String, Option<Vec<TextMatcher>>> = HashMap::new();
         for (name, (file, veto)) in &declarations.vetoes {
-            checked.insert(name.clone(), self.matcher(file, &veto.matcher));
+            if let ast::VetoBody::Matcher(matcher) = &veto.body {
+                checked.insert(name.clone(), self.matcher(file, matcher).map(|one| vec![one]));
+            }
+        }
+        for (name, (file, veto)) in &declarations.vetoes {
+            let ast::VetoBody::Set(set) = &veto.body else {
+                continue;
+            };
+            let mut members = Some(Vec::new());
+            for member in &set.members {
+                let resolved = match declarations.vetoes.get(&member.value) {
+                    Some((_, declared)) => match &declared.body {
+                        ast::VetoBody::Matcher(_) => checked.get(&member.value).cloned().flatten(),
+                        ast::VetoBody::Set(_) => {
+                            self.push(
+                                Diagnostic::new(
+                                    Code::NestedVetoSet,
+                                    format!("veto set `{name}` names the veto set `{}`", member.value),
+                                )
+                                .primary(file, member.span, "a veto set, not a veto")
+                                .help(format!(
+                                    "a veto set lists shared vetoes declared with a matcher: list `{}`'s members here instead",
+                                    member.value
+                                )),
+                            );
+                            None
+                        }
+                    },
+                    None => {
+                        self.push(
+                            Diagnostic::new(
+                                Code::UndeclaredVeto,
+                                format!("no shared veto is named `{}`", member.value),
+                            )
+                            .primary(file, member.span, "undeclared shared veto")
+                            .help(
+                                match crate::suggest::closest(
+                                    &member.value,
+                                    declarations.vetoes.keys().map(String::as_str),
+                                ) {
+                                    Some(best) => format!(
+                                        "did you mean `{best}`? otherwise declare it with `veto {} regex r\"…\"`",
+                                        member.value
+                                    ),
+                                    None => format!(
+                                        "declare it with `veto {} regex r\"…\"`",
+                                        member.value
+                                    ),
+                                },
+                            ),
+                        );
+                        None
+                    }
+                };
+                members = members.zip(resolved).map(|(mut all, one)| {
+                    all.extend(one);
+                    all
+                });
+            }
+            checked.insert(name.clone(), members);
         }
         declarations.checked_vetoes = checked;
     }
@@ -242,6 +305,18 @@ impl Checker<'_> {
                 ClauseKind::UnlessShared(name) => Some(name.value.as_str()),
                 _ => None,
             })
+            // A veto set's members are used by it; an unused set is reported itself.
+            .chain(
+                declarations
+                    .vetoes
+                    .values()
+                    .filter_map(|(_, veto)| match &veto.body {
+                        ast::VetoBody::Set(set) => Some(set),
+                        ast::VetoBody::Matcher(_) => None,
+                    })
+                    .flat_map(|set| &set.members)
+                    .map(|member| member.value.as_str()),
+            )
             .collect();
         for (name, (file, veto)) in &declarations.vetoes {
             if !used.contains(name.as_str()) {

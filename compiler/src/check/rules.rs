@@ -221,10 +221,10 @@ impl Checker<'_> {
                 ClauseKind::UnlessShared(name) => {
                     match declarations.checked_vetoes.get(&name.value) {
                         // Later stages report on the rule's own file: the span is the use.
-                        Some(Some(shared)) => vetoes.push(TextMatcher {
+                        Some(Some(shared)) => vetoes.extend(shared.iter().map(|one| TextMatcher {
                             span: name.span,
-                            ..shared.clone()
-                        }),
+                            ..one.clone()
+                        })),
                         // Its errors are reported at its declaration.
                         Some(None) => ok = false,
                         None => {
