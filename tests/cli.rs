@@ -494,6 +494,16 @@ fn explain_shows_a_vetoed_rule_and_a_rejected_hint() {
         "{text}"
     );
     assert!(text.contains("winner: phase.poststart.unknown"), "{text}");
+    // A member of a veto set is named as the rule names it, not by a count of clauses.
+    let titled = r#"{"phase":"streaming","stderr":"[Bug] Error: All providers for anthropic/claude-sonnet-4.5 are at capacity"}"#;
+    let (_, text) = explain(&[], titled);
+    assert!(
+        text.lines().any(
+            |line| line.contains("openrouter.availability_capacity_exhausted.v1")
+                && line.contains("vetoed by `unless prose_quoting` (its member `issue_title_tag`)")
+        ),
+        "{text}"
+    );
     let (code, _) = explain(&[], "{\"phase\":\"later\"}");
     assert_eq!(code, Some(2), "bad evidence is an error");
 }

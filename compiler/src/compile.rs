@@ -81,7 +81,7 @@ fn prefetch_patterns(db: &dyn Db, loaded: &LoadedCatalogue, budget: &Budget) {
                     })
                     .collect(),
                 Item::Veto(veto) => match &veto.body {
-                    VetoBody::Matcher(matcher) => vec![matcher],
+                    VetoBody::Matcher(matcher) => vec![&**matcher],
                     // Its members' matchers are their own declarations'.
                     VetoBody::Set(_) => continue,
                 },

@@ -175,6 +175,29 @@ pub struct TextMatcher {
     /// later stages such as an automaton that exceeds its budget; for a shared veto, the name
     /// of its use (`unless <name>`) in the rule.
     pub span: Span,
+    /// For a shared veto, how the rule names it, so that a diagnostic can say which veto stopped
+    /// the rule.
+    pub shared: Option<SharedVetoUse>,
+}
+
+/// How a rule names a shared veto: `unless <used_as>`, where `used_as` is the veto itself or a
+/// veto set holding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedVetoUse {
+    /// The name after `unless`.
+    pub used_as: String,
+    /// The shared veto's own name (a member of `used_as` when that is a veto set).
+    pub veto: String,
+}
+
+impl std::fmt::Display for SharedVetoUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.used_as == self.veto {
+            write!(f, "`unless {}`", self.used_as)
+        } else {
+            write!(f, "`unless {}` (its member `{}`)", self.used_as, self.veto)
+        }
+    }
 }
 
 /// What a text matcher tests.

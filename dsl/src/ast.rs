@@ -137,7 +137,7 @@ pub struct VetoDecl {
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 pub enum VetoBody {
     /// `veto <name> <matcher>`: one matcher.
-    Matcher(Matcher),
+    Matcher(Box<Matcher>),
     /// `veto <name> [<veto>, <veto>, …]`: other shared vetoes (each declared with a matcher),
     /// all of which `unless <name>` applies.
     Set(VetoSet),

@@ -650,6 +650,14 @@ mod tests {
     }
 
     #[test]
+    fn a_veto_set_prints_its_members_on_one_line() {
+        let input = "/// Prose.\nveto prose [ commit_title ,\n  table, ]\n";
+        let expected = "/// Prose.\nveto prose [commit_title, table]\n";
+        assert_eq!(fmt(input), expected);
+        assert_eq!(fmt(expected), expected);
+    }
+
+    #[test]
     fn syntax_errors_refuse_to_format() {
         assert!(matches!(
             format(&SourceFile::new("t.rules", "rule {")),

@@ -455,7 +455,7 @@ impl Builder<'_> {
                     .collect(),
             })
         } else {
-            VetoBody::Matcher(self.matcher(&body)?)
+            VetoBody::Matcher(Box::new(self.matcher(&body)?))
         };
         Some(VetoDecl {
             span: self.span(pair),
@@ -1020,7 +1020,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn a_veto_set_names_its_members_in_order() {
         let text = "/// Prose.\nveto prose [commit_title, issue_title ,\n guide,]\n";
@@ -1033,9 +1032,16 @@ mod tests {
         let VetoBody::Set(set) = &veto.body else {
             panic!("{:?}", veto.body)
         };
-        let members: Vec<&str> = set.members.iter().map(|member| member.value.as_str()).collect();
+        let members: Vec<&str> = set
+            .members
+            .iter()
+            .map(|member| member.value.as_str())
+            .collect();
         assert_eq!(members, ["commit_title", "issue_title", "guide"]);
-        assert_eq!(&text[set.span.start..set.span.end], "[commit_title, issue_title ,\n guide,]");
+        assert_eq!(
+            &text[set.span.start..set.span.end],
+            "[commit_title, issue_title ,\n guide,]"
+        );
         // A set is not empty, and holds names, not matchers.
         for bad in ["veto prose []\n", "veto prose [contains \"a\"]\n"] {
             let (_, diagnostics) = parse_text(bad);

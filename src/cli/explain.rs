@@ -218,8 +218,21 @@ pub fn run(args: &Args) -> Exit {
             }
             _ => String::new(),
         };
+        // A bundle numbers a rule's vetoes; with the catalogue at hand, a shared veto is named as
+        // the rule names it (`unless prose_quoting` has no third clause to count to).
+        let said = match step {
+            Step::Vetoed(index) => order
+                .get_or_init(|| sources.as_ref().map(Order::of))
+                .as_ref()
+                .and_then(|order| {
+                    let checked = order.catalogue.rule(order.catalogue.index_of(rule.id())?)?;
+                    checked.vetoes.get(index)?.shared.as_ref()
+                })
+                .map_or_else(|| step.to_string(), |shared| format!("vetoed by {shared}")),
+            _ => step.to_string(),
+        };
         report.push_str(&format!(
-            "  {:>3}. {:<44} tier {:<14} {step}{note}\n",
+            "  {:>3}. {:<44} tier {:<14} {said}{note}\n",
             position.as_usize() + 1,
             rule.id(),
             rule.tier()

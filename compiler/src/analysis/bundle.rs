@@ -22,6 +22,8 @@ pub(crate) struct RuleStep {
     pub(crate) fired: bool,
     /// The bundle's description of the step.
     pub(crate) said: String,
+    /// The veto (0-based, in the rule's order) that stopped the rule, if one did.
+    pub(crate) vetoed_by: Option<usize>,
 }
 
 impl<'a> Compiled<'a> {
@@ -54,6 +56,10 @@ impl<'a> Compiled<'a> {
         Some(RuleStep {
             fired: step == Step::Fired,
             said: step.to_string(),
+            vetoed_by: match step {
+                Step::Vetoed(index) => Some(index),
+                _ => None,
+            },
         })
     }
 

@@ -215,9 +215,20 @@ fn rule_examples(
     let run = |example: &Example| {
         let evidence = example.evidence.clone();
         let classification = bundle.classify(&evidence);
+        // A shared veto is named as the rule names it: `vetoed by `unless` 3` would point at no
+        // clause when the third veto is a member of a veto set.
         let own_step = bundle
             .step(rule_index, &evidence)
-            .map(|step| step.said)
+            .map(|step| {
+                match step
+                    .vetoed_by
+                    .and_then(|index| rule.vetoes.get(index))
+                    .and_then(|veto| veto.shared.as_ref())
+                {
+                    Some(shared) => format!("vetoed by {shared}"),
+                    None => step.said,
+                }
+            })
             .unwrap_or_default();
         (evidence, classification, own_step)
     };

@@ -223,7 +223,17 @@ impl Checker<'_> {
         let mut checked: HashMap<String, Option<Vec<TextMatcher>>> = HashMap::new();
         for (name, (file, veto)) in &declarations.vetoes {
             if let ast::VetoBody::Matcher(matcher) = &veto.body {
-                checked.insert(name.clone(), self.matcher(file, matcher).map(|one| vec![one]));
+                let named = |one: TextMatcher| TextMatcher {
+                    shared: Some(SharedVetoUse {
+                        used_as: name.clone(),
+                        veto: name.clone(),
+                    }),
+                    ..one
+                };
+                checked.insert(
+                    name.clone(),
+                    self.matcher(file, matcher).map(|one| vec![named(one)]),
+                );
             }
         }
         for (name, (file, veto)) in &declarations.vetoes {

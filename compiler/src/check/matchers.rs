@@ -319,6 +319,7 @@ impl Checker<'_> {
             pointer,
             kind,
             span,
+            shared: None,
         })
     }
 

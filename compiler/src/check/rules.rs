@@ -223,6 +223,10 @@ impl Checker<'_> {
                         // Later stages report on the rule's own file: the span is the use.
                         Some(Some(shared)) => vetoes.extend(shared.iter().map(|one| TextMatcher {
                             span: name.span,
+                            shared: one.shared.as_ref().map(|declared| SharedVetoUse {
+                                used_as: name.value.clone(),
+                                veto: declared.veto.clone(),
+                            }),
                             ..one.clone()
                         })),
                         // Its errors are reported at its declaration.
