@@ -671,4 +671,78 @@ mod tests {
         // The catalogue as written compiles clean, with no FL0112.
         assert!(!Compiler::new().compile(&loaded).has_errors());
     }
+
+    /// Two shared vetoes, and a veto set naming both, declared beside the catalogue's rules.
+    const PROSE_VETOES: &str = "\n/// Titles.\nveto title_tag regex r\"(?m)^\\[Bug\\]\"\n\n/// Questions.\nveto question regex r\"\\?[^\\S\\n]*$\"\n\n/// Both.\nveto prose [title_tag, question]\n";
+
+    #[test]
+    fn a_veto_set_compiles_as_its_members_listed_one_by_one() {
+        let with = |unless: &str| {
+            let text = catalogue(&format!(
+                "{PROSE_VETOES}{}",
+                rule(
+                    "test.overloaded.v1",
+                    "overloaded",
+                    &format!("    match regex r\"overloaded\"\n{unless}"),
+                    "server overloaded",
+                )
+            ));
+            let compilation = Compiler::new().compile(&loaded(&text));
+            assert!(!compilation.has_errors(), "{:#?}", compilation.diagnostics);
+            compilation.bundle.unwrap()
+        };
+        let set = with("    unless prose");
+        let listed = with("    unless title_tag\n    unless question");
+        let rules = |bytes: &[u8]| -> Vec<String> {
+            let bundle = Bundle::from_bytes(bytes).unwrap();
+            bundle.rules().map(|rule| format!("{rule:?}")).collect()
+        };
+        assert_eq!(rules(&set), rules(&listed));
+        // And both veto what either member vetoes.
+        let bundle = Bundle::from_bytes(&set).unwrap();
+        use faultline_runtime::Evidence;
+        let code = |text: &str| bundle.classify(&Evidence::new().with_stderr(text)).code;
+        assert_eq!(code("server overloaded").as_str(), "overloaded");
+        assert_eq!(code("[Bug] server overloaded").as_str(), "unknown");
+        assert_eq!(code("why is the server overloaded?").as_str(), "unknown");
+    }
+
+    #[test]
+    fn a_failing_example_names_the_veto_as_the_rule_writes_it() {
+        let text = catalogue(&format!(
+            "{PROSE_VETOES}{}",
+            rule(
+                "test.overloaded.v1",
+                "overloaded",
+                "    match regex r\"overloaded\"\n    unless prose\n    unless regex r\"boom\"",
+                // At the end: a leading `boom:` would come off as a label in an unwrapped reading.
+                "server overloaded boom",
+            )
+        ))
+        .replace(
+            "    counterexample \"nothing to see\"",
+            "    example \"[Bug] server overloaded\"\n    counterexample \"nothing to see\"",
+        );
+        let compilation = Compiler::new().compile(&loaded(&text));
+        let failed: Vec<String> = compilation
+            .diagnostics
+            .iter()
+            .filter(|d| d.code() == Code::ExampleFailed)
+            .filter_map(|d| d.primary_label().map(|label| label.message().to_owned()))
+            .collect();
+        // The inline veto is the rule's second `unless` clause, though the set's two members
+        // come before it in the compiled rule.
+        assert!(
+            failed
+                .iter()
+                .any(|label| label.contains("vetoed by `unless` 2;")),
+            "{failed:#?}"
+        );
+        assert!(
+            failed
+                .iter()
+                .any(|label| label.contains("vetoed by `unless prose` (its member `title_tag`)")),
+            "{failed:#?}"
+        );
+    }
 }

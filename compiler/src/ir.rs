@@ -153,6 +153,24 @@ pub struct RuleDef {
 }
 
 impl RuleDef {
+    /// How a diagnostic names the rule's veto `index` (0-based, in compiled order, where a veto
+    /// set's members stand in its place): `` `unless prose_quoting` (its member `guide_prose`) ``
+    /// for a shared veto, `` `unless` 2 `` by its clause for one written inline (members of one
+    /// set share their clause's span, so the clause is counted by distinct spans).
+    pub fn veto_clause(&self, index: usize) -> Option<String> {
+        let veto = self.vetoes.get(index)?;
+        if let Some(shared) = &veto.shared {
+            return Some(shared.to_string());
+        }
+        let mut clauses: Vec<Span> = Vec::new();
+        for earlier in self.vetoes.get(..=index)? {
+            if !clauses.contains(&earlier.span) {
+                clauses.push(earlier.span);
+            }
+        }
+        Some(format!("`unless` {}", clauses.len()))
+    }
+
     /// Whether the rule reads text (and so follows the example convention).
     pub fn matches_text(&self) -> bool {
         !self.matchers.is_empty()

@@ -687,22 +687,65 @@ fn value_end(text: &str, start: usize) -> usize {
         .unwrap_or_else(|| bare_end(text, start))
 }
 
-/// Where a value ends that is this tier's own mark, `***`, followed by what ends a quoted
-/// value's glued tail (a blank, `,;:}])>`, a quote or a backslash) or by nothing.
+/// Where a value ends that is this tier's own mark, `***`, where a quoted value's glued tail
+/// would end ([`ends_before`]).
 ///
 /// A quoted value is replaced without what follows its closing quote (`{\"token\":\"abc\",
 /// \"x\":1}` keeps `,\"x\":1}`), but a second pass would read `***,\"x\":1` as one bare value
-/// and take the rest along: read as the mark, the redacted text redacts to itself.
+/// and take the rest along: read as the mark, the redacted text redacts to itself. A raw `***`
+/// glued to more of a value (`***"hunter2"`, `***:hunter2`) is no mark, and is taken whole.
 fn written_mark_end(text: &str, start: usize) -> Option<usize> {
     let after = text.get(start..)?.strip_prefix("***")?;
-    let ends_here = after.bytes().next().is_none_or(|byte| {
-        byte.is_ascii_whitespace()
-            || matches!(
-                byte,
-                b',' | b';' | b':' | b'}' | b']' | b')' | b'>' | b'"' | b'\'' | b'\\'
-            )
-    });
-    ends_here.then_some(start + "***".len())
+    ends_before(after.as_bytes()).then_some(start + "***".len())
+}
+
+/// The most backslashes read before a quote when deciding whether it closes an enclosing string
+/// (JSON nested three deep escapes a quote with seven).
+const MAX_ESCAPES: usize = 64;
+
+/// Whether a value's glued tail, or this tier's mark, ends where `rest` begins: at the end or a
+/// blank; at `}])>` before the end, a blank or another delimiter; at `,` or `;` before a blank, a
+/// quote, a backslash, `{` or `[` (the next item of a list or an object); at `:` before a blank;
+/// at a quote (after any backslashes escaping it) before the end, a blank or a delimiter (the
+/// end of an enclosing string). Anything else continues the value, so that a secret glued to a
+/// closing quote (`"a""hunter2"`) or to the mark is taken with it; the mark and a quoted value's
+/// tail end at the same places, so the redacted text redacts to itself.
+fn ends_before(rest: &[u8]) -> bool {
+    let closes = |next: Option<&u8>| {
+        next.is_none_or(|byte| {
+            byte.is_ascii_whitespace()
+                || matches!(
+                    byte,
+                    b',' | b';' | b':' | b'}' | b']' | b')' | b'>' | b'"' | b'\'' | b'\\'
+                )
+        })
+    };
+    let Some((&first, after)) = rest.split_first() else {
+        return true;
+    };
+    match first {
+        byte if byte.is_ascii_whitespace() => true,
+        b'}' | b']' | b')' | b'>' => closes(after.first()),
+        b',' | b';' => after.first().is_none_or(|byte| {
+            byte.is_ascii_whitespace() || matches!(byte, b'"' | b'\'' | b'\\' | b'{' | b'[')
+        }),
+        b':' => after.first().is_none_or(u8::is_ascii_whitespace),
+        b'"' | b'\'' | b'\\' => {
+            let escapes = rest
+                .iter()
+                .take(MAX_ESCAPES)
+                .take_while(|byte| **byte == b'\\')
+                .count();
+            match rest.get(escapes) {
+                Some(b'"' | b'\'') => rest.get(escapes + 1).is_none_or(|byte| {
+                    byte.is_ascii_whitespace()
+                        || matches!(byte, b',' | b';' | b':' | b'}' | b']' | b')' | b'>')
+                }),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
 }
 
 /// Where a bare value starting at `start` ends: at a blank, leaving trailing `}])>` and `,`/`;`
@@ -719,7 +762,7 @@ fn bare_end(text: &str, start: usize) -> usize {
 }
 
 /// Where a quoted value starting at `start` ends (with what is glued to its closing quote:
-/// `"abc"def` is one value, as a shell reads it, up to a blank or a JSON delimiter), if it is
+/// `"abc"def` is one value, as a shell reads it, up to where [`ends_before`] ends it), if it is
 /// one and its quote closes on its line.
 fn quoted_end(text: &str, start: usize) -> Option<usize> {
     let bytes = text.get(start..).unwrap_or("").as_bytes();
@@ -734,14 +777,9 @@ fn quoted_end(text: &str, start: usize) -> Option<usize> {
             _ if byte == quote => {
                 if run >= opening && (run - opening) % period == 0 {
                     let after = bytes.get(index + 1..).unwrap_or_default();
-                    let glued = after
-                        .iter()
-                        .take_while(|b| {
-                            !b.is_ascii_whitespace()
-                                && !matches!(b, b',' | b';' | b':' | b'}' | b']' | b')' | b'>')
-                                && !matches!(b, b'"' | b'\'' | b'\\')
-                        })
-                        .count();
+                    let glued = (0..after.len())
+                        .find(|&at| ends_before(after.get(at..).unwrap_or_default()))
+                        .unwrap_or(after.len());
                     return Some(start + index + 1 + glued);
                 }
                 run = 0;

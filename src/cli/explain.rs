@@ -226,9 +226,9 @@ pub fn run(args: &Args) -> Exit {
                 .as_ref()
                 .and_then(|order| {
                     let checked = order.catalogue.rule(order.catalogue.index_of(rule.id())?)?;
-                    checked.vetoes.get(index)?.shared.as_ref()
+                    checked.veto_clause(index)
                 })
-                .map_or_else(|| step.to_string(), |shared| format!("vetoed by {shared}")),
+                .map_or_else(|| step.to_string(), |clause| format!("vetoed by {clause}")),
             _ => step.to_string(),
         };
         report.push_str(&format!(

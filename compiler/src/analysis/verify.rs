@@ -219,16 +219,12 @@ fn rule_examples(
         // clause when the third veto is a member of a veto set.
         let own_step = bundle
             .step(rule_index, &evidence)
-            .map(|step| {
-                match step
-                    .vetoed_by
-                    .and_then(|index| rule.vetoes.get(index))
-                    .and_then(|veto| veto.shared.as_ref())
-                {
-                    Some(shared) => format!("vetoed by {shared}"),
+            .map(
+                |step| match step.vetoed_by.and_then(|index| rule.veto_clause(index)) {
+                    Some(clause) => format!("vetoed by {clause}"),
                     None => step.said,
-                }
-            })
+                },
+            )
             .unwrap_or_default();
         (evidence, classification, own_step)
     };

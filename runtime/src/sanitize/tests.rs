@@ -429,6 +429,12 @@ fn soup_part() -> impl Strategy<Value = String> {
     prop_oneof![
         prop::sample::select(vec![
             "sk-",
+            "***",
+            "*",
+            ":",
+            "{",
+            ")",
+            "secret",
             "ghp_",
             "github_pat_",
             "AKIA",
@@ -641,8 +647,8 @@ fn an_assignment_inside_a_value_takes_its_quoted_value_along() {
 
 #[test]
 fn a_quoted_value_followed_by_a_delimiter_redacts_to_itself() {
-    // What follows a quoted value's closing quote stays; the second pass reads the `***` left
-    // before it as the tier's own mark, not as a bare value running on.
+    // What follows a quoted value's closing quote at a delimiter stays; the second pass reads
+    // the `***` left before it as the tier's own mark, not as a bare value running on.
     for (text, redacted) in [
         ("--token=\"\\\\\": ", "--token ***: "),
         ("token: \"abc\": x", "token: ***: x"),
@@ -650,9 +656,10 @@ fn a_quoted_value_followed_by_a_delimiter_redacts_to_itself() {
             "{\\\"token\\\":\\\"abc\\\",\\\"x\\\":1}",
             "{\\\"token\\\": ***,\\\"x\\\":1}",
         ),
-        ("--token \"abc\":8080 rest", "--token ***:8080 rest"),
         ("--token 'abc'\" rest", "--token ***\" rest"),
-        ("token: 'abc'\\x rest", "token: ***\\x rest"),
+        // Glued to more than a delimiter, the tail is part of the value.
+        ("--token \"abc\":8080 rest", "--token *** rest"),
+        ("token: 'abc'\\x rest", "token: *** rest"),
     ] {
         let once = credentials_unbounded(text);
         assert_eq!(once, redacted, "{text}");
@@ -663,4 +670,25 @@ fn a_quoted_value_followed_by_a_delimiter_redacts_to_itself() {
         credentials_unbounded("--token ***abc rest"),
         "--token *** rest"
     );
+}
+
+#[test]
+fn a_raw_mark_glued_to_a_secret_is_no_mark() {
+    // Text masked elsewhere (a CI log masks a registered secret as `***`) may hold the mark
+    // glued to the rest of a value; the rest is a secret too.
+    for text in [
+        "password: ***\"hunter2\"",
+        "token: ***'hunter2'",
+        "--token ***,hunter2",
+        "--api-key ***:hunter2",
+        "password=***:hunter2",
+        "password: ***)hunter2",
+        "password: \"a\"\"hunter2\"",
+        "--password \"user\":hunter2",
+    ] {
+        let once = credentials_unbounded(text);
+        assert!(!once.contains("hunter2"), "{text} -> {once}");
+        assert!(holds_credential(text), "{text}");
+        assert_eq!(credentials_unbounded(&once), once, "{text}");
+    }
 }
