@@ -261,28 +261,7 @@ impl Checker<'_> {
                         }
                     },
                     None => {
-                        self.push(
-                            Diagnostic::new(
-                                Code::UndeclaredVeto,
-                                format!("no shared veto is named `{}`", member.value),
-                            )
-                            .primary(file, member.span, "undeclared shared veto")
-                            .help(
-                                match crate::suggest::closest(
-                                    &member.value,
-                                    declarations.vetoes.keys().map(String::as_str),
-                                ) {
-                                    Some(best) => format!(
-                                        "did you mean `{best}`? otherwise declare it with `veto {} regex r\"…\"`",
-                                        member.value
-                                    ),
-                                    None => format!(
-                                        "declare it with `veto {} regex r\"…\"`",
-                                        member.value
-                                    ),
-                                },
-                            ),
-                        );
+                        self.push(undeclared_veto(file, member, &declarations.vetoes, false));
                         None
                     }
                 };
@@ -444,6 +423,34 @@ impl Checker<'_> {
             },
         })
     }
+}
+
+/// FL0064: `name` (after `unless`, or in a veto set) names no declared shared veto. The help
+/// suggests the nearest declared one; after `unless`, writing the matcher inline is the other way.
+pub(super) fn undeclared_veto(
+    file: &Arc<SourceFile>,
+    name: &ast::Name,
+    declared: &BTreeMap<String, (&Arc<SourceFile>, &ast::VetoDecl)>,
+    after_unless: bool,
+) -> Diagnostic {
+    let closest = crate::suggest::closest(&name.value, declared.keys().map(String::as_str));
+    let help = match (closest, after_unless) {
+        (Some(best), _) => format!(
+            "did you mean `{best}`? otherwise declare it with `veto {} regex r\"…\"`",
+            name.value
+        ),
+        (None, true) => format!(
+            "declare it with `veto {} regex r\"…\"`, or write the matcher inline: `unless regex r\"…\"`",
+            name.value
+        ),
+        (None, false) => format!("declare it with `veto {} regex r\"…\"`", name.value),
+    };
+    Diagnostic::new(
+        Code::UndeclaredVeto,
+        format!("no shared veto is named `{}`", name.value),
+    )
+    .primary(file, name.span, "undeclared shared veto")
+    .help(help)
 }
 
 #[cfg(test)]

@@ -233,14 +233,12 @@ impl Checker<'_> {
                         Some(None) => ok = false,
                         None => {
                             ok = false;
-                            self.push(
-                                Diagnostic::new(Code::UndeclaredVeto, format!("no shared veto is named `{}`", name.value))
-                                    .primary(file, name.span, "undeclared shared veto")
-                                    .help(match suggest::closest(&name.value, declarations.vetoes.keys().map(String::as_str)) {
-                                        Some(best) => format!("did you mean `{best}`? otherwise declare it with `veto {} regex r\"…\"`", name.value),
-                                        None => format!("declare it with `veto {} regex r\"…\"`, or write the matcher inline: `unless regex r\"…\"`", name.value),
-                                    }),
-                            );
+                            self.push(super::declarations::undeclared_veto(
+                                file,
+                                name,
+                                &declarations.vetoes,
+                                true,
+                            ));
                         }
                     }
                 }
